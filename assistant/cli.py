@@ -1,0 +1,242 @@
+"""The `assistant` command: thin click wrappers over `Memory` and the model manager.
+
+Every `AssistantError` becomes one clean line on stderr and a non-zero exit code.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import tempfile
+import textwrap
+from collections.abc import Callable
+from functools import wraps
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from . import locations
+from .config import Settings, load_settings
+from .errors import AssistantError
+from .memory.api import Memory, TreeNode
+from .memory.records import Answer
+from .transcripts import read_conversations
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+DEMO_QUESTIONS = (
+    "When is the Lisbon trip?",
+    "What did Sam promise to send, and by when?",
+    "Who is looking after Priya's dog, and what is the dog called?",
+    "How much money did finance approve for the trip?",
+    "What is Sam's favourite film?",
+)
+
+
+def _errors(fn: F) -> F:
+    @wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except AssistantError as exc:
+            click.secho(f"error: {exc}", fg="red", err=True)
+            sys.exit(exc.exit_code)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _settings(ctx: click.Context, **overrides: Any) -> Settings:
+    return load_settings(ctx.obj["config"], overrides=overrides or None)
+
+
+def _open(ctx: click.Context) -> Memory:
+    return Memory(_settings(ctx))
+
+
+@click.group()
+@click.option(
+    "--config",
+    "config",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="A YAML file that overrides the defaults and your user config.",
+)
+@click.option("-v", "--verbose", count=True, help="Log more (-vv for debug).")
+@click.pass_context
+def main(ctx: click.Context, config: Path | None, verbose: int) -> None:
+    """An on-device voice memory assistant: it remembers what was said and answers questions about it."""
+    logging.basicConfig(
+        level=(logging.WARNING, logging.INFO, logging.DEBUG)[min(verbose, 2)],
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    ctx.ensure_object(dict)
+    ctx.obj["config"] = config
+
+
+def print_answer(answer: Answer, *, stream_done: bool = False) -> None:
+    if not stream_done:
+        click.echo(answer.text)
+    for ev in answer.evidence:
+        click.secho("  \u2514 " + ev.cite(), fg="cyan")
+
+
+def _ask(memory: Memory, question: str) -> Answer:
+    answer = None
+    for item in memory.ask_stream(question):
+        if isinstance(item, Answer):
+            answer = item
+        else:
+            click.echo(item, nl=False)
+    click.echo()
+    assert answer is not None
+    print_answer(answer, stream_done=True)
+    return answer
+
+
+@main.command()
+@click.argument("question")
+@click.pass_context
+@_errors
+def ask(ctx: click.Context, question: str) -> None:
+    """Ask the memory a question; the answer streams, then its evidence."""
+    with _open(ctx) as memory:
+        _ask(memory, question)
+
+
+@main.command()
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option("--no-flush", is_flag=True, help="Leave the last utterances in the short-term buffer.")
+@click.pass_context
+@_errors
+def ingest(ctx: click.Context, file: Path, no_flush: bool) -> None:
+    """Remember a conversation from FILE: JSON Lines of {speaker, text, time}, or LoCoMo JSON."""
+    conversations = read_conversations(file)
+    with _open(ctx) as memory:
+        for conv in conversations:
+            with click.progressbar(
+                length=len(conv.utterances), label=f"{conv.name}", show_eta=True, file=sys.stderr
+            ) as bar:
+                report = memory.add_many(conv.utterances, flush=not no_flush, progress=lambda _i, b=bar: b.update(1))
+            click.echo(
+                f"{conv.name}: {report.utterances} utterances remembered"
+                f"{f', {report.duplicates} already known' if report.duplicates else ''}, "
+                f"{report.blocks} blocks filed in {report.seconds:.1f} s "
+                f"({1000 * report.seconds / max(1, len(conv.utterances)):.0f} ms per utterance)"
+            )
+        _print_stats(memory)
+
+
+def _print_stats(memory: Memory) -> None:
+    s = memory.stats()
+    click.echo(
+        f"memory: {s.tokens:,} / {s.token_budget:,} tokens, {s.scenes} scenes, {s.events} events, "
+        f"{s.amus} units; {s.utterances} utterances archived, {s.buffered} buffered, "
+        f"{s.pending_blocks} pending"
+    )
+
+
+def _print_tree(nodes: list[TreeNode], depth: int = 0) -> None:
+    for t in nodes:
+        n = t.node
+        label = {"scene": "\u25a0", "event": "\u25b8", "amu": "\u00b7"}[n.level.value]
+        meta = f"u={t.utility:.2f} {n.tokens}t f={n.frequency}"
+        line = f"{'  ' * depth}{label} {n.text}"
+        click.echo(f"{line}  " + click.style(f"[#{n.id} {meta}]", dim=True))
+        _print_tree(list(t.children), depth + 1)
+
+
+@main.command()
+@click.pass_context
+@_errors
+def memory(ctx: click.Context) -> None:
+    """Show the memory tree (scene > event > unit) with utility, tokens and the budget."""
+    with _open(ctx) as mem:
+        _print_tree(mem.tree())
+        _print_stats(mem)
+
+
+@main.command()
+@click.argument("node_id", type=int)
+@click.pass_context
+@_errors
+def delete(ctx: click.Context, node_id: int) -> None:
+    """Delete memory node NODE_ID and everything under it."""
+    with _open(ctx) as mem:
+        removed = mem.delete(node_id)
+        click.echo(f"removed {len(removed)} node(s)")
+
+
+@main.command()
+@click.option(
+    "--keep",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Keep the demo's memory in this directory instead of a temporary one.",
+)
+@click.pass_context
+@_errors
+def demo(ctx: click.Context, keep: Path | None) -> None:
+    """Remember a short bundled conversation, then answer questions about it with evidence."""
+    sample = Path(__file__).parent / "data" / "sample_conversation.jsonl"
+    with tempfile.TemporaryDirectory(prefix="assistant-demo-") as tmp:
+        data_dir = keep or Path(tmp)
+        with Memory(_settings(ctx, paths={"data_dir": str(data_dir)})) as mem:
+            conv = read_conversations(sample)[0]
+            click.secho(f"Remembering {len(conv.utterances)} utterances from {sample.name} ...", bold=True)
+            for u in conv.utterances:
+                click.echo(textwrap.shorten(f"  {u.speaker}: {u.text}", 100))
+            report = mem.add_many(conv.utterances)
+            click.echo(f"Filed {report.blocks} blocks in {report.seconds:.1f} s.")
+            _print_stats(mem)
+            click.echo()
+            _print_tree(mem.tree())
+            for q in DEMO_QUESTIONS:
+                click.echo()
+                click.secho(f"Q: {q}", bold=True)
+                _ask(mem, q)
+
+
+@main.group()
+def models() -> None:
+    """Install and check the models the assistant uses."""
+
+
+@models.command("install")
+@click.argument("names", nargs=-1)
+@click.pass_context
+@_errors
+def models_install(ctx: click.Context, names: tuple[str, ...]) -> None:
+    """Install the configured models (or NAMES from models/manifest.yaml) and verify their checksums."""
+    from . import models as registry
+
+    rows = registry.install(_settings(ctx), list(names) or None, progress=lambda m: click.echo(m, err=True))
+    click.echo(registry.format_status(rows))
+    if any(r.state != "ok" for r in rows):
+        sys.exit(3)
+
+
+@models.command("status")
+@click.option("--verify", is_flag=True, help="Recompute checksums (slow for large files).")
+@click.pass_context
+@_errors
+def models_status(ctx: click.Context, verify: bool) -> None:
+    """Say which models are present, missing or corrupt."""
+    from . import models as registry
+
+    click.echo(registry.format_status(registry.status(_settings(ctx), verify=verify)))
+
+
+@main.command()
+@click.pass_context
+@_errors
+def paths(ctx: click.Context) -> None:
+    """Print where configuration, data and models live."""
+    s = _settings(ctx)
+    click.echo(f"user config: {locations.user_config_file()}")
+    click.echo(f"database:    {s.database_path}")
+    click.echo(f"models:      {s.models_dir}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

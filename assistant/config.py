@@ -1,0 +1,342 @@
+"""Load and validate the YAML configuration.
+
+`config/default.yaml` is the one home of every knob and its documentation; the dataclasses
+below only say what type and range each knob takes. Layers are applied in order: the
+defaults, the user's `$XDG_CONFIG_HOME/assistant/config.yaml`, then `--config FILE`. Every
+layer is checked on its own, so an error names the file, the line and the dotted key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from . import locations
+from .errors import ConfigError
+
+
+def _range(lo: float | None = None, hi: float | None = None, choices: tuple[str, ...] = ()) -> Any:
+    return field(metadata={"min": lo, "max": hi, "choices": choices})
+
+
+@dataclass(frozen=True)
+class PathsOptions:
+    data_dir: str | None
+    models_dir: str | None
+
+
+@dataclass(frozen=True)
+class ModelsOptions:
+    llm: str
+    distill_llm: str | None
+    embedder: str
+    entities: str
+    stt: str
+    speaker: str
+
+
+@dataclass(frozen=True)
+class LLMOptions:
+    device: str = _range(choices=("auto", "cpu", "cuda"))
+    n_ctx: int = _range(512, 131072)
+    n_threads: int = _range(0, 1024)
+    gpu_layers: int = _range(-1, 1000)
+    temperature: float = _range(0.0, 2.0)
+    seed: int = _range(0, 2**31 - 1)
+
+
+@dataclass(frozen=True)
+class EmbedderOptions:
+    device: str = _range(choices=("auto", "cpu", "cuda"))
+    threads: int = _range(0, 1024)
+
+
+@dataclass(frozen=True)
+class STSBOptions:
+    drift_threshold: float = _range(-1.0, 1.0)
+    capacity: int = _range(1, 1000)
+    min_block: int = _range(1, 1000)
+    leading_window: int = _range(0, 1000)
+
+
+@dataclass(frozen=True)
+class DistillOptions:
+    mode: str = _range(choices=("llm", "extractive"))
+    concept_threshold: float = _range(0.0, 1.0)
+    scene_match_threshold: float = _range(0.0, 1.0)
+    max_event_tokens: int = _range(4, 512)
+    max_scene_tokens: int = _range(2, 64)
+    max_amus_per_block: int = _range(0, 100)
+    max_block_tokens: int = _range(64, 65536)
+
+
+@dataclass(frozen=True)
+class EntitiesOptions:
+    backend: str = _range(choices=("spacy", "gliner"))
+    gliner_model: str | None = _range()
+    labels: list[str] = _range()
+    gliner_threshold: float = _range(0.0, 1.0)
+
+
+@dataclass(frozen=True)
+class UtilityOptions:
+    alpha: float = _range(0.0, None)
+    beta: float = _range(0.0, None)
+    tau_seconds: float = _range(1e-9, None)
+
+
+@dataclass(frozen=True)
+class BudgetOptions:
+    token_budget: int = _range(1, None)
+    merge_threshold: float = _range(0.0, 1.0)
+
+
+@dataclass(frozen=True)
+class RetrievalOptions:
+    top_scenes: int = _range(1, 1000)
+    top_events: int = _range(1, 1000)
+    top_amus: int = _range(0, 1000)
+    min_similarity: float = _range(-1.0, 1.0)
+    max_events: int = _range(1, 1000)
+    sources_per_event: int = _range(0, 100)
+
+
+@dataclass(frozen=True)
+class AnswerOptions:
+    max_tokens: int = _range(1, 4096)
+    max_question_chars: int = _range(1, 1_000_000)
+    context_tokens: int = _range(64, 131072)
+
+
+@dataclass(frozen=True)
+class IngestOptions:
+    max_utterance_chars: int = _range(1, 10_000_000)
+    max_pending_blocks: int = _range(1, 100_000)
+
+
+@dataclass(frozen=True)
+class MemoryOptions:
+    stsb: STSBOptions
+    distill: DistillOptions
+    entities: EntitiesOptions
+    utility: UtilityOptions
+    budget: BudgetOptions
+    retrieval: RetrievalOptions
+    answer: AnswerOptions
+    ingest: IngestOptions
+
+
+@dataclass(frozen=True)
+class Settings:
+    paths: PathsOptions
+    models: ModelsOptions
+    llm: LLMOptions
+    embedder: EmbedderOptions
+    memory: MemoryOptions
+
+    @property
+    def data_dir(self) -> Path:
+        return Path(self.paths.data_dir).expanduser() if self.paths.data_dir else locations.data_home()
+
+    @property
+    def models_dir(self) -> Path:
+        if self.paths.models_dir:
+            return Path(self.paths.models_dir).expanduser()
+        return locations.default_models_dir()
+
+    @property
+    def database_path(self) -> Path:
+        return self.data_dir / "memory.db"
+
+
+# --- loading -----------------------------------------------------------------------------
+
+_Lines = dict[tuple[str, ...], int]
+
+
+def _read_yaml(path: Path) -> tuple[dict[str, Any], _Lines]:
+    """Parse a YAML file, keeping the line of each key so errors can point at it."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: configuration file not found") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ConfigError(f"{path}{where}: invalid YAML: {problem}") from None
+    if data is None:
+        return {}, {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}:1: the top level must be a mapping of sections, not {type(data).__name__}")
+    lines: _Lines = {}
+
+    def walk(n: yaml.Node, prefix: tuple[str, ...]) -> None:
+        if isinstance(n, yaml.MappingNode):
+            for key_node, value_node in n.value:
+                key = (*prefix, str(key_node.value))
+                lines[key] = key_node.start_mark.line + 1
+                walk(value_node, key)
+
+    if node is not None:
+        walk(node, ())
+    return data, lines
+
+
+def _where(path: Path, lines: _Lines, key: tuple[str, ...]) -> str:
+    line = lines.get(key)
+    return f"{path}:{line}" if line else str(path)
+
+
+def _type_name(tp: Any) -> str:
+    return getattr(tp, "__name__", str(tp))
+
+
+def _check_value(value: Any, tp: Any, meta: dict[str, Any], where: str, dotted: str) -> Any:
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        if value is None:
+            return None
+        return _check_value(value, args[0], meta, where, dotted)
+    if origin is list:
+        (item_tp,) = typing.get_args(tp)
+        if not isinstance(value, list):
+            raise ConfigError(f"{where}: {dotted} must be a list, got {type(value).__name__}")
+        return [_check_value(v, item_tp, {}, where, f"{dotted}[{i}]") for i, v in enumerate(value)]
+    if tp is bool:
+        ok = isinstance(value, bool)
+    elif tp is int:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif tp is float:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        value = float(value) if ok else value
+    elif tp is str:
+        ok = isinstance(value, str)
+    else:  # pragma: no cover - a programming error in the schema
+        raise TypeError(f"unsupported config type {tp!r} for {dotted}")
+    if not ok:
+        raise ConfigError(f"{where}: {dotted} must be {_type_name(tp)}, got {type(value).__name__} {value!r}")
+    lo, hi, choices = meta.get("min"), meta.get("max"), meta.get("choices") or ()
+    if choices and value not in choices:
+        raise ConfigError(f"{where}: {dotted} must be one of {', '.join(choices)}; got {value!r}")
+    if lo is not None and value < lo:
+        raise ConfigError(f"{where}: {dotted} must be at least {lo}; got {value!r}")
+    if hi is not None and value > hi:
+        raise ConfigError(f"{where}: {dotted} must be at most {hi}; got {value!r}")
+    return value
+
+
+def _validate(
+    cls: type, data: Any, path: Path, lines: _Lines, prefix: tuple[str, ...], partial: bool
+) -> dict[str, Any]:
+    """Check one layer against the schema; return it as a plain nested dict of checked values."""
+    dotted = ".".join(prefix) or "(top level)"
+    where = _where(path, lines, prefix)
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where}: {dotted} must be a mapping, got {type(data).__name__}")
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        key_path = (*prefix, str(key))
+        name = ".".join(key_path)
+        if key not in fields:
+            known = ", ".join(sorted(fields))
+            raise ConfigError(f"{_where(path, lines, key_path)}: unknown key {name!r} (known here: {known})")
+        tp = hints[key]
+        if dataclasses.is_dataclass(tp):
+            out[key] = _validate(tp, value, path, lines, key_path, partial)
+        else:
+            out[key] = _check_value(value, tp, dict(fields[key].metadata), _where(path, lines, key_path), name)
+    if not partial:
+        missing = [f for f in fields if f not in data]
+        if missing:
+            raise ConfigError(f"{where}: missing key(s) {', '.join('.'.join((*prefix, m)) for m in missing)}")
+    return out
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _build(cls: type, data: dict[str, Any]) -> Any:
+    hints = typing.get_type_hints(cls)
+    kwargs = {}
+    for f in dataclasses.fields(cls):
+        tp = hints[f.name]
+        kwargs[f.name] = _build(tp, data[f.name]) if dataclasses.is_dataclass(tp) else data[f.name]
+    return cls(**kwargs)
+
+
+def default_config_path() -> Path:
+    return locations.bundled("config/default.yaml")
+
+
+def load_settings(
+    config_file: str | Path | None = None,
+    *,
+    user_file: str | Path | None = None,
+    overrides: dict[str, Any] | None = None,
+) -> Settings:
+    """Defaults, then the user's file (if present), then `config_file`, then `overrides`.
+
+    `user_file` defaults to `$XDG_CONFIG_HOME/assistant/config.yaml`. `overrides` is a nested
+    dict checked like a file (programs and tests use it instead of writing YAML).
+    """
+    default_path = default_config_path()
+    data, lines = _read_yaml(default_path)
+    merged = _validate(Settings, data, default_path, lines, (), partial=False)
+    _check_relations(_build(Settings, merged), default_path)
+    layers: list[Path] = []
+    user = Path(user_file) if user_file is not None else locations.user_config_file()
+    if user.exists():
+        layers.append(user)
+    if config_file is not None:
+        layers.append(Path(config_file))
+    for layer in layers:
+        layer_data, layer_lines = _read_yaml(layer)
+        merged = _merge(merged, _validate(Settings, layer_data, layer, layer_lines, (), partial=True))
+        _check_relations(_build(Settings, merged), layer)
+    if overrides:
+        source = Path("<overrides>")
+        merged = _merge(merged, _validate(Settings, overrides, source, {}, (), partial=True))
+        _check_relations(_build(Settings, merged), source)
+    settings: Settings = _build(Settings, merged)
+    return settings
+
+
+def _check_relations(s: Settings, source: Path) -> None:
+    """Constraints between knobs that no single value can express; `source` is the layer that broke one."""
+    m = s.memory
+    if m.stsb.min_block > m.stsb.capacity:
+        raise ConfigError(
+            f"{source}: memory.stsb.min_block ({m.stsb.min_block}) cannot exceed "
+            f"memory.stsb.capacity ({m.stsb.capacity})"
+        )
+    if m.entities.backend == "gliner" and not m.entities.gliner_model:
+        raise ConfigError(f"{source}: memory.entities.backend is 'gliner' but memory.entities.gliner_model is not set")
+    if m.answer.context_tokens + m.answer.max_tokens > s.llm.n_ctx:
+        raise ConfigError(
+            f"{source}: memory.answer.context_tokens ({m.answer.context_tokens}) + memory.answer.max_tokens "
+            f"({m.answer.max_tokens}) must fit in llm.n_ctx ({s.llm.n_ctx})"
+        )

@@ -1,0 +1,63 @@
+"""The sentence embedder (f_Enc): text in, unit vectors out. Loaded once per process."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import threading
+
+import numpy as np
+
+from .errors import ModelError
+
+log = logging.getLogger(__name__)
+
+
+class Embedder:
+    """A sentence-transformers model that returns L2-normalised float32 rows (cosine = dot)."""
+
+    def __init__(self, source: str, *, device: str = "cpu", threads: int = 0) -> None:
+        # A local directory must never trigger a hub lookup; a hub id is the user's explicit choice.
+        if os.path.isdir(source):
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        try:
+            import torch
+            from sentence_transformers import SentenceTransformer
+
+            if device == "auto":
+                device = "cuda" if torch.cuda.is_available() else "cpu"
+            if threads and device == "cpu":
+                torch.set_num_threads(threads)
+
+            self._model = SentenceTransformer(source, device=device)
+        except Exception as exc:
+            raise ModelError(
+                f"cannot load the sentence embedder {source!r}: {exc}. "
+                f"`assistant models install` installs the default one"
+            ) from exc
+        self.name = source
+        self.device = device
+        getter = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
+        dim = getter()
+        self.dim = int(dim) if dim else int(self.encode(["probe"]).shape[1])
+        # torch modules are not safe to call from several threads at once.
+        self._lock = threading.Lock()
+
+    def encode(self, texts: list[str], *, batch_size: int = 32) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, getattr(self, "dim", 0)), dtype=np.float32)
+        with getattr(self, "_lock", threading.Lock()):
+            vectors = self._model.encode(
+                texts, batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+            )
+        return np.asarray(vectors, dtype=np.float32)
+
+    def encode_one(self, text: str) -> np.ndarray:
+        return self.encode([text])[0]
+
+
+@functools.lru_cache(maxsize=4)
+def load_embedder(source: str, device: str = "auto", threads: int = 0) -> Embedder:
+    log.info("loading sentence embedder %s on %s", source, device)
+    return Embedder(source, device=device, threads=threads)

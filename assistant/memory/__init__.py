@@ -1,0 +1,1 @@
+"""The ProStream memory: sensing buffer, distillation, budget, retrieval and answers."""

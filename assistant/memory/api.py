@@ -1,0 +1,270 @@
+"""`Memory`: the small surface the CLI, the daemon and the benchmarks all use.
+
+    memory = Memory.from_config()
+    memory.add("Sam", "The Lisbon trip moves to May.", time=...)
+    answer = memory.ask("When is the Lisbon trip?")
+
+Models load lazily and once: the embedder and the tokenizer when the memory opens, the LLM
+on the first distillation (llm mode) or question.
+"""
+
+from __future__ import annotations
+
+import os
+import time as _time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..config import Settings, load_settings
+from ..embed import load_embedder
+from ..entities import make_extractor
+from ..errors import InputError
+from ..llm import LLM, load_llm, load_tokenizer
+from ..models import resolve
+from ..store.store import Store
+from .answer import DONT_KNOW, build_prompt, cited_evidence, says_unknown, strip_citations
+from .distill import Distiller
+from .engine import ProStream, StepReport
+from .records import Answer, Level, Node, Retrieval, RetrievedPath, Utterance
+from .retrieve import mark_used, retrieve
+
+
+def _source(settings: Settings, role: str, value: str | None = None) -> str:
+    model = resolve(settings, role, value)
+    return str(model.path) if model.path is not None else str(model.hub_id)
+
+
+@dataclass(frozen=True)
+class IngestReport:
+    utterances: int
+    duplicates: int
+    blocks: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class MemoryStats:
+    tokens: int
+    token_budget: int
+    scenes: int
+    events: int
+    amus: int
+    utterances: int
+    pending_blocks: int
+    buffered: int
+    database_bytes: int
+
+
+@dataclass(frozen=True)
+class TreeNode:
+    node: Node
+    utility: float
+    children: tuple[TreeNode, ...]
+
+
+class Memory:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        opts = settings.memory
+        self._embedder = load_embedder(
+            _source(settings, "embedder"), settings.embedder.device, settings.embedder.threads
+        )
+        self._llm_source = _source(settings, "llm")
+        self.tokenizer = load_tokenizer(self._llm_source)
+        self.store = Store(settings.database_path, embedder=settings.models.embedder, dim=self._embedder.dim)
+        self.engine = ProStream(
+            self.store, opts, embedder=self._embedder, tokenizer=self.tokenizer, distiller=self._make_distiller
+        )
+
+    @classmethod
+    def from_config(cls, config_file: str | Path | None = None, **overrides: object) -> Memory:
+        return cls(load_settings(config_file, overrides=overrides or None))
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- models ------------------------------------------------------------------------------
+
+    @property
+    def llm(self) -> LLM:
+        return load_llm(self._llm_source, self.settings.llm)
+
+    def _make_distiller(self) -> Distiller:
+        s, opts = self.settings, self.settings.memory
+        llm = None
+        if opts.distill.mode == "llm":
+            source = _source(s, "distill_llm", s.models.distill_llm) if s.models.distill_llm else self._llm_source
+            llm = load_llm(source, s.llm)
+        extractor = make_extractor(
+            opts.entities.backend,
+            spacy_model=_source(s, "entities"),
+            gliner_model=opts.entities.gliner_model,
+            labels=opts.entities.labels,
+            threshold=opts.entities.gliner_threshold,
+        )
+        return Distiller(opts.distill, embedder=self._embedder, extractor=extractor, tokenizer=self.tokenizer, llm=llm)
+
+    # --- writing -----------------------------------------------------------------------------
+
+    def add(self, speaker: str, text: str, time: float | None = None, *, distill: bool = True) -> StepReport:
+        """Remember one utterance. `time` defaults to now (seconds since the epoch)."""
+        return self.engine.ingest(Utterance(speaker, text, _time.time() if time is None else time), distill=distill)
+
+    def add_many(
+        self, utterances: Iterable[Utterance], *, flush: bool = True, progress: Callable[[int], None] | None = None
+    ) -> IngestReport:
+        """Ingest a whole conversation in one transaction: it lands whole or not at all."""
+        started = _time.perf_counter()
+        count = dup = blocks = 0
+        with self.store.atomic():
+            for i, u in enumerate(utterances, start=1):
+                report = self.engine.ingest(u)
+                count += len(report.archived)
+                dup += report.duplicates
+                blocks += report.blocks_mounted
+                if progress:
+                    progress(i)
+            if flush:
+                self.engine.flush()
+                blocks += self.engine.distill_pending()[0]
+            self.store.audit("ingest", {"utterances": count, "duplicates": dup})
+        return IngestReport(count, dup, blocks, _time.perf_counter() - started)
+
+    def flush(self) -> int:
+        """File what the sensing buffer holds: cut it into a block and distill what is pending."""
+        self.engine.flush()
+        return self.engine.distill_pending()[0]
+
+    def delete(self, node_id: int) -> list[int]:
+        """Remove a node with its subtree, then any parent left without children."""
+        with self.store.atomic():
+            if self.store.node(node_id) is None:
+                raise InputError(f"no memory node with id {node_id}")
+            removed = self.store.delete_node(node_id)
+            removed += self.store.delete_childless()
+            self.store.audit("delete_node", {"node": node_id, "removed": len(removed)})
+        return removed
+
+    # --- reading -----------------------------------------------------------------------------
+
+    def _check_question(self, question: str) -> str:
+        q = " ".join((question or "").split())
+        if not q:
+            raise InputError("the question is empty")
+        limit = self.settings.memory.answer.max_question_chars
+        if len(q) > limit:
+            raise InputError(
+                f"the question is {len(q):,} characters long; the limit is {limit:,} (memory.answer.max_question_chars)"
+            )
+        return q
+
+    def search(self, query: str, *, use: bool = False) -> Retrieval:
+        """Hierarchical retrieval plus the short-term and pending buffers: what an answer would see.
+
+        `use=True` counts the paths as used (Eq. 1's f and dt), as asking does.
+        """
+        q = self._check_question(query)
+        vector = self._embedder.encode_one(q)
+        opts = self.settings.memory
+        now = self.store.clock
+        paths = retrieve(self.store, vector, opts.retrieval, opts.utility, now)
+        paths = self._with_sources(paths, vector)
+        if use and paths:
+            with self.store.atomic():
+                mark_used(self.store, paths, now)
+        return Retrieval(q, tuple(paths), tuple(self.engine.buffer.visible), tuple(self.store.pending_blocks()))
+
+    def _with_sources(self, paths: list[RetrievedPath], query_vector: object) -> list[RetrievedPath]:
+        """Attach to each path the utterances it rests on that are closest to the question."""
+        per_event = self.settings.memory.retrieval.sources_per_event
+        if per_event == 0 or not paths:
+            return paths
+        sources = self.store.sources([p.event.id for p in paths] + [a.id for p in paths for a in p.amus])
+        out = []
+        for p in paths:
+            # Units' own sources first: they are the utterances the chosen facts came from.
+            ordered = {e.utterance_id: e for a in p.amus for e in sources.get(a.id, [])}
+            candidates = [e for e in sources.get(p.event.id, []) if e.utterance_id not in ordered]
+            vectors = self.store.utterance_vectors([e.utterance_id for e in candidates])
+            candidates.sort(
+                key=lambda e: -float(vectors[e.utterance_id] @ query_vector) if e.utterance_id in vectors else 0.0
+            )
+            for e in candidates:
+                ordered.setdefault(e.utterance_id, e)
+            chosen = sorted(list(ordered.values())[:per_event], key=lambda e: (e.time, e.utterance_id))
+            out.append(RetrievedPath(p.scene, p.event, p.amus, p.score, tuple(chosen)))
+        return out
+
+    def ask_stream(self, question: str) -> Iterator[str | Answer]:
+        """Yield the answer's text as it is generated, then the finished `Answer`."""
+        t0 = _time.perf_counter()
+        retrieval = self.search(question, use=True)
+        t1 = _time.perf_counter()
+        if retrieval.empty:
+            yield DONT_KNOW
+            yield Answer(DONT_KNOW, (), False, 0, (t1 - t0) * 1000, 0.0, retrieval)
+            return
+        opts = self.settings.memory.answer
+        prompt = build_prompt(retrieval.question, retrieval, self.tokenizer, opts.context_tokens)
+        pieces: list[str] = []
+        for piece in self.llm.stream(prompt.messages, max_tokens=opts.max_tokens):
+            pieces.append(piece)
+            yield piece
+        raw = "".join(pieces).strip() or DONT_KNOW
+        knows = not says_unknown(raw)
+        evidence = cited_evidence(raw, prompt, retrieval) if knows else ()
+        yield Answer(
+            strip_citations(raw) or DONT_KNOW,
+            evidence,
+            knows,
+            prompt.context_tokens,
+            (t1 - t0) * 1000,
+            (_time.perf_counter() - t1) * 1000,
+            retrieval,
+        )
+
+    def ask(self, question: str) -> Answer:
+        for item in self.ask_stream(question):
+            if isinstance(item, Answer):
+                return item
+        raise AssertionError("ask_stream ended without an answer")  # pragma: no cover
+
+    def tree(self) -> list[TreeNode]:
+        from .budget import utility
+
+        nodes = self.store.nodes()
+        children: dict[int | None, list[Node]] = {}
+        for n in nodes:
+            children.setdefault(n.parent_id, []).append(n)
+        now, util = self.store.clock, self.settings.memory.utility
+
+        def build(n: Node) -> TreeNode:
+            kids = tuple(build(c) for c in children.get(n.id, []))
+            return TreeNode(n, utility(n.frequency, n.last_access, now, util), kids)
+
+        return [build(n) for n in children.get(None, [])]
+
+    def stats(self) -> MemoryStats:
+        counts = {lvl: 0 for lvl in Level}
+        for row in self.store.db.all("SELECT level, count(*) FROM nodes GROUP BY level"):
+            counts[Level(row[0])] = row[1]
+        path = self.store.db.path
+        size = sum(os.path.getsize(p) for p in (f"{path}", f"{path}-wal") if path and os.path.exists(p))
+        return MemoryStats(
+            tokens=self.store.total_tokens(),
+            token_budget=self.settings.memory.budget.token_budget,
+            scenes=counts[Level.SCENE],
+            events=counts[Level.EVENT],
+            amus=counts[Level.AMU],
+            utterances=self.store.utterance_count(),
+            pending_blocks=self.store.pending_count(),
+            buffered=len(self.engine.buffer.buffer),
+            database_bytes=size,
+        )

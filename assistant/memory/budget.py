@@ -1,0 +1,125 @@
+"""Utility (Eq. 1) and the hard token budget (seed 000 §5.3, Algorithm 1 lines 19-23).
+
+When the tree costs more than T_max tokens the policy restores the bound in three moves:
+
+1. Semantic merging: pairs of atomic units closer than theta_sim collapse into the one with
+   the higher utility (its text stays; uses, provenance and time span are unioned; the vector
+   becomes the normalised centroid). This loses the least, so it goes first.
+2. Least-regret pruning: remove the node with the smallest utility density. A node cannot
+   outlive its parent, so removing an inner node removes its subtree; its density is therefore
+   the subtree's utility over the subtree's cost (for a leaf that is Eq. 7's u/c exactly).
+3. Cascading abstraction: scenes and events left without children are removed.
+
+Per step the work is O(N log N) in the node count N, which the budget bounds by
+T_max / c_min (Appendix A.4), so it does not grow with the length of the stream.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..config import BudgetOptions, UtilityOptions
+from ..store.store import Store
+from .records import Level, Node
+
+
+def utility(frequency: int, last_access: float, now: float, options: UtilityOptions) -> float:
+    """u = alpha * log(f + 1) + beta * exp(-dt / tau)."""
+    dt = max(0.0, now - last_access)
+    return options.alpha * math.log(frequency + 1) + options.beta * math.exp(-dt / options.tau_seconds)
+
+
+@dataclass(frozen=True)
+class BudgetReport:
+    tokens_before: int
+    tokens_after: int
+    merged: int
+    pruned: int
+    cascaded: int
+
+
+def enforce_budget(store: Store, budget: BudgetOptions, util: UtilityOptions, now: float) -> BudgetReport:
+    """Bring the tree within `budget.token_budget`. Call inside the transaction that grew it."""
+    before = store.total_tokens()
+    if before <= budget.token_budget:
+        return BudgetReport(before, before, 0, 0, 0)
+    merged = _merge_similar(store, budget, util, now)
+    cascaded = len(store.delete_childless())
+    pruned = 0
+    total = store.total_tokens()
+    if total > budget.token_budget:
+        pruned = _prune(store, budget.token_budget, util, now)
+        cascaded += len(store.delete_childless())
+    return BudgetReport(before, store.total_tokens(), merged, pruned, cascaded)
+
+
+def _merge_similar(store: Store, budget: BudgetOptions, util: UtilityOptions, now: float) -> int:
+    amus = {n.id: n for n in store.nodes(Level.AMU)}
+    if len(amus) < 2:
+        return 0
+    index = store.index[Level.AMU]
+    ids = list(amus)
+    vectors = index.get(ids)
+    pairs: list[tuple[float, int, int]] = []
+    for nid, vec in zip(ids, vectors, strict=False):
+        for other, sim in index.search(vec, 2):
+            if other != nid and sim > budget.merge_threshold and nid < other:
+                pairs.append((sim, nid, other))
+    pairs.sort(reverse=True)
+    gone: set[int] = set()
+    merged = 0
+    target = budget.token_budget
+    total = store.total_tokens()
+    for _, a, b in pairs:
+        if total <= target:
+            break
+        if a in gone or b in gone:
+            continue
+        na, nb = amus[a], amus[b]
+        keeper, other = (na, nb) if _u(na, now, util) >= _u(nb, now, util) else (nb, na)
+        store.absorb(keeper, other)
+        centroid = index.get([keeper.id])[0] + index.get([other.id])[0]
+        centroid /= float(np.linalg.norm(centroid)) or 1.0
+        store.set_node_vector(keeper.id, Level.AMU, centroid)
+        store.delete_node(other.id)
+        gone.add(other.id)
+        total -= other.tokens
+        merged += 1
+    return merged
+
+
+def _u(node: Node, now: float, util: UtilityOptions) -> float:
+    return utility(node.frequency, node.last_access, now, util)
+
+
+def _prune(store: Store, target: int, util: UtilityOptions, now: float) -> int:
+    nodes = store.nodes()
+    by_id = {n.id: n for n in nodes}
+    children: dict[int, list[int]] = {}
+    for n in nodes:
+        if n.parent_id is not None:
+            children.setdefault(n.parent_id, []).append(n.id)
+    sub_u: dict[int, float] = {}
+    sub_c: dict[int, int] = {}
+    # Leaves first (amu, event, scene), so each subtree sum is ready when its parent needs it.
+    for level in (Level.AMU, Level.EVENT, Level.SCENE):
+        for n in (n for n in nodes if n.level is level):
+            sub_u[n.id] = _u(n, now, util) + sum(sub_u[c] for c in children.get(n.id, ()))
+            sub_c[n.id] = n.tokens + sum(sub_c[c] for c in children.get(n.id, ()))
+    order = sorted(by_id, key=lambda nid: (sub_u[nid] / sub_c[nid], by_id[nid].created, nid))
+    total = store.total_tokens()
+    removed: set[int] = set()
+    pruned = 0
+    for nid in order:
+        if total <= target:
+            break
+        if nid in removed:
+            continue
+        ids = store.delete_node(nid)
+        removed.update(ids)
+        total -= sum(by_id[i].tokens for i in ids)
+        pruned += 1
+    return pruned

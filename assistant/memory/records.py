@@ -1,0 +1,143 @@
+"""The typed records that flow between the memory's stages.
+
+Data flows one way: `Utterance` in, `Block` out of the sensing buffer, `Triplet`s and
+`Node`s out of distillation, `RetrievedPath`s out of retrieval, an `Answer` with `Evidence`
+out of answering. Each is a small frozen dataclass, never a dict.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+
+
+def format_time(t: float) -> str:
+    """A utterance time as people read it in context and citations (UTC)."""
+    return datetime.fromtimestamp(t, tz=UTC).strftime("%Y-%m-%d %H:%M")
+
+
+@dataclass(frozen=True)
+class Utterance:
+    """One thing one speaker said: the unit the memory ingests.
+
+    `time` is seconds since the epoch (UTC) when the speech started. `id` is set once the
+    utterance is in the archive.
+    """
+
+    speaker: str
+    text: str
+    time: float
+    id: int | None = None
+
+    @property
+    def line(self) -> str:
+        """x_t = [s_t; text]: what the embedder and the LLM see."""
+        return f"{self.speaker}: {self.text}"
+
+
+@dataclass(frozen=True)
+class Triplet:
+    """(subject, relation, object) extracted from one utterance of a block."""
+
+    subject: str
+    relation: str
+    object: str
+    utterance_id: int | None = None
+
+    @property
+    def statement(self) -> str:
+        return " ".join(p for p in (self.subject, self.relation, self.object) if p)
+
+
+@dataclass(frozen=True)
+class Block:
+    """A semantic block cut from the sensing buffer, waiting to be distilled (the pending buffer)."""
+
+    id: int
+    utterances: tuple[Utterance, ...]
+    context: tuple[Utterance, ...] = ()
+
+    @property
+    def start(self) -> float:
+        return self.utterances[0].time
+
+    @property
+    def end(self) -> float:
+        return self.utterances[-1].time
+
+    @property
+    def speakers(self) -> list[str]:
+        return list(dict.fromkeys(u.speaker for u in self.utterances))
+
+
+class Level(StrEnum):
+    SCENE = "scene"
+    EVENT = "event"
+    AMU = "amu"
+
+
+@dataclass(frozen=True)
+class Node:
+    """A node of the scene > event > atom tree as stored."""
+
+    id: int
+    level: Level
+    parent_id: int | None
+    text: str
+    tokens: int
+    frequency: int
+    last_access: float
+    created: float
+    start_time: float | None = None
+    end_time: float | None = None
+    relation: str | None = None
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """An utterance an answer rests on: who said what, when."""
+
+    utterance_id: int
+    speaker: str
+    time: float
+    text: str
+
+    def cite(self) -> str:
+        return f"{self.speaker}, {format_time(self.time)}: \u201c{self.text}\u201d"
+
+
+@dataclass(frozen=True)
+class RetrievedPath:
+    """One scene > event path with the atomic units chosen under it and the event's sources."""
+
+    scene: Node
+    event: Node
+    amus: tuple[Node, ...]
+    score: float
+    sources: tuple[Evidence, ...] = ()
+
+
+@dataclass(frozen=True)
+class Retrieval:
+    """Everything the answer's context is built from."""
+
+    question: str
+    paths: tuple[RetrievedPath, ...]
+    short_term: tuple[Utterance, ...]
+    pending: tuple[Block, ...]
+
+    @property
+    def empty(self) -> bool:
+        return not (self.paths or self.short_term or self.pending)
+
+
+@dataclass(frozen=True)
+class Answer:
+    text: str
+    evidence: tuple[Evidence, ...]
+    knows: bool
+    context_tokens: int = 0
+    retrieval_ms: float = 0.0
+    answer_ms: float = 0.0
+    retrieval: Retrieval | None = field(default=None, repr=False)

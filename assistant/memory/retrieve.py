@@ -1,0 +1,95 @@
+"""Top-down hierarchical retrieval (seed 000 §5.4, §6.1).
+
+Scenes are ranked by cosine to the question; within the top scenes, events; under the top
+events, atomic units scored S(o) = cos(q, o) * u_o, kept when cos >= the minimum similarity.
+Units found directly in the unit index (cos >= the minimum) join the candidates too, so a fact
+filed under an event whose summary does not resemble the question is not lost to the
+top-down cut. Every node on a returned path counts as used (f and dt of Eq. 1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..config import RetrievalOptions, UtilityOptions
+from ..store.store import Store
+from .budget import utility
+from .records import Level, Node, RetrievedPath
+
+
+@dataclass(frozen=True)
+class _Scored:
+    node: Node
+    cos: float
+
+
+def _rank(store: Store, level: Level, nodes: list[Node], query: np.ndarray) -> list[_Scored]:
+    if not nodes:
+        return []
+    sims = store.index[level].get([n.id for n in nodes]) @ query
+    scored = [_Scored(n, float(s)) for n, s in zip(nodes, sims, strict=False)]
+    scored.sort(key=lambda s: s.cos, reverse=True)
+    return scored
+
+
+def retrieve(
+    store: Store, query: np.ndarray, options: RetrievalOptions, util: UtilityOptions, now: float
+) -> list[RetrievedPath]:
+    scenes = {n.id: n for n in store.nodes(Level.SCENE)}
+    if not scenes:
+        return []
+    top_scenes = _rank(store, Level.SCENE, list(scenes.values()), query)[: options.top_scenes]
+    events: dict[int, _Scored] = {}
+    for scene in top_scenes:
+        for ev in _rank(store, Level.EVENT, store.children(scene.node.id), query)[: options.top_events]:
+            events[ev.node.id] = ev
+
+    # Candidate units: those under the chosen events, plus direct hits in the unit index.
+    amu_nodes: dict[int, Node] = {}
+    for ev in events.values():
+        for child in store.children(ev.node.id):
+            amu_nodes[child.id] = child
+    for nid, sim in store.index[Level.AMU].search(query, max(options.top_amus * 4, 8)):
+        if sim >= options.min_similarity and nid not in amu_nodes:
+            node = store.node(nid)
+            if node is not None:
+                amu_nodes[nid] = node
+    amu_scores: list[tuple[float, float, Node]] = []
+    for s in _rank(store, Level.AMU, list(amu_nodes.values()), query):
+        if s.cos >= options.min_similarity:
+            amu_scores.append((s.cos * utility(s.node.frequency, s.node.last_access, now, util), s.cos, s.node))
+    amu_scores.sort(key=lambda t: t[0], reverse=True)
+    chosen_amus = amu_scores[: options.top_amus]
+
+    # An event's score is its own cosine or that of its best chosen unit, whichever is higher.
+    by_event: dict[int, list[tuple[float, Node]]] = {}
+    for _, cos, amu in chosen_amus:
+        assert amu.parent_id is not None
+        by_event.setdefault(amu.parent_id, []).append((cos, amu))
+        if amu.parent_id not in events:
+            parent = store.node(amu.parent_id)
+            if parent is not None:
+                events[parent.id] = _Scored(parent, float(store.index[Level.EVENT].get([parent.id])[0] @ query))
+    ranked = sorted(
+        events.values(),
+        key=lambda ev: max([ev.cos] + [c for c, _ in by_event.get(ev.node.id, [])]),
+        reverse=True,
+    )[: options.max_events]
+
+    paths = []
+    for ev in ranked:
+        scene = scenes.get(ev.node.parent_id or -1) or store.node(ev.node.parent_id or -1)
+        if scene is None:
+            continue
+        amus = tuple(a for _, a in by_event.get(ev.node.id, []))
+        score = max([ev.cos] + [c for c, _ in by_event.get(ev.node.id, [])])
+        paths.append(RetrievedPath(scene=scene, event=ev.node, amus=amus, score=score))
+    return paths
+
+
+def mark_used(store: Store, paths: list[RetrievedPath], now: float) -> None:
+    """Count a retrieval as a use of every node on the paths it returned."""
+    ids = [n.id for p in paths for n in (p.scene, p.event, *p.amus)]
+    store.touch(ids, now)

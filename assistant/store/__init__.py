@@ -1,0 +1,5 @@
+"""SQLite storage with sqlite-vec vectors and in-process usearch indexes."""
+
+from .store import Store
+
+__all__ = ["Store"]

@@ -1,0 +1,137 @@
+"""Ordered, named schema migrations.
+
+Each migration runs in its own transaction and is recorded in the `migrations` table; the
+count of applied migrations is mirrored in `PRAGMA user_version`, so a database written by a
+newer version of the assistant is recognised and refused rather than misread. Append new
+migrations at the end; never edit one that has shipped.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from ..errors import StoreError
+from .db import Database, sqlite
+
+
+def run_script(db: Database, script: str) -> None:
+    """Run several statements inside the caller's transaction.
+
+    `executescript` would COMMIT first (pysqlite3 keeps the old behaviour), breaking atomicity.
+    """
+    statement = ""
+    for line in script.splitlines(keepends=True):
+        statement += line
+        if sqlite.complete_statement(statement):
+            db.execute(statement)
+            statement = ""
+    if statement.strip():
+        raise StoreError(f"incomplete SQL statement in migration script: {statement.strip()[:80]}")
+
+
+def _initial_schema(db: Database) -> None:
+    run_script(
+        db,
+        """
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+
+        CREATE TABLE speakers (
+            id INTEGER PRIMARY KEY,
+            name TEXT NOT NULL UNIQUE,
+            created REAL NOT NULL
+        );
+
+        -- The raw transcript archive. `digest` makes re-ingesting the same utterance a no-op.
+        CREATE TABLE utterances (
+            id INTEGER PRIMARY KEY,
+            speaker_id INTEGER NOT NULL REFERENCES speakers(id),
+            text TEXT NOT NULL CHECK (length(trim(text)) > 0),
+            time REAL NOT NULL,
+            created REAL NOT NULL,
+            digest TEXT NOT NULL UNIQUE
+        );
+        CREATE INDEX utterances_time ON utterances(time);
+        CREATE INDEX utterances_speaker ON utterances(speaker_id);
+
+        -- The memory tree. Only scenes are roots; children go with their parent.
+        CREATE TABLE nodes (
+            id INTEGER PRIMARY KEY,
+            level TEXT NOT NULL CHECK (level IN ('scene', 'event', 'amu')),
+            parent_id INTEGER REFERENCES nodes(id) ON DELETE CASCADE,
+            text TEXT NOT NULL,
+            tokens INTEGER NOT NULL CHECK (tokens > 0),
+            frequency INTEGER NOT NULL DEFAULT 0 CHECK (frequency >= 0),
+            last_access REAL NOT NULL,
+            created REAL NOT NULL,
+            start_time REAL,
+            end_time REAL,
+            relation TEXT,
+            CHECK ((level = 'scene') = (parent_id IS NULL))
+        );
+        CREATE INDEX nodes_parent ON nodes(parent_id);
+        CREATE INDEX nodes_level ON nodes(level);
+
+        -- Provenance: which utterances a node rests on.
+        CREATE TABLE node_sources (
+            node_id INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
+            utterance_id INTEGER NOT NULL REFERENCES utterances(id) ON DELETE CASCADE,
+            PRIMARY KEY (node_id, utterance_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX node_sources_utterance ON node_sources(utterance_id);
+
+        -- Short-term sensing buffer: the open block, and the leading window kept as context.
+        CREATE TABLE stsb (
+            position INTEGER PRIMARY KEY,
+            utterance_id INTEGER NOT NULL REFERENCES utterances(id) ON DELETE CASCADE,
+            is_context INTEGER NOT NULL CHECK (is_context IN (0, 1))
+        );
+
+        -- Pending buffer: blocks cut from the STSB, not yet distilled and mounted on the tree.
+        CREATE TABLE pending_blocks (id INTEGER PRIMARY KEY, created REAL NOT NULL);
+        CREATE TABLE pending_utterances (
+            block_id INTEGER NOT NULL REFERENCES pending_blocks(id) ON DELETE CASCADE,
+            position INTEGER NOT NULL,
+            utterance_id INTEGER NOT NULL REFERENCES utterances(id) ON DELETE CASCADE,
+            is_context INTEGER NOT NULL CHECK (is_context IN (0, 1)),
+            PRIMARY KEY (block_id, position)
+        ) WITHOUT ROWID;
+
+        -- What was done to the memory (ingest, forget, export): when, and with what request.
+        -- Never the content itself.
+        CREATE TABLE audit (
+            id INTEGER PRIMARY KEY,
+            time REAL NOT NULL,
+            action TEXT NOT NULL,
+            detail TEXT NOT NULL
+        );
+        """,
+    )
+
+
+MIGRATIONS: list[tuple[str, Callable[[Database], None]]] = [
+    ("0001_initial_schema", _initial_schema),
+]
+
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def migrate(db: Database) -> int:
+    """Apply what is missing; return the number applied. Refuse a database from the future."""
+    current = db.scalar("PRAGMA user_version")
+    if current > SCHEMA_VERSION:
+        raise StoreError(
+            f"{db.path}: schema version {current} is newer than this assistant understands "
+            f"({SCHEMA_VERSION}); upgrade the assistant"
+        )
+    db.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied REAL NOT NULL)")
+    applied = 0
+    for index, (name, step) in enumerate(MIGRATIONS, start=1):
+        if index <= current:
+            continue
+        with db.atomic():
+            step(db)
+            db.execute("INSERT INTO migrations (name, applied) VALUES (?, ?)", (name, time.time()))
+            db.execute(f"PRAGMA user_version = {index}")
+        applied += 1
+    return applied

@@ -1,0 +1,355 @@
+"""The memory's storage: SQL in, records out.
+
+`Store` owns the database connection and the in-process vector indexes (one per tree level).
+Callers group writes with `store.atomic()`; if a transaction rolls back, the indexes are
+rebuilt from SQLite so they never describe rows that do not exist.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import time
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..memory.records import Block, Evidence, Level, Node, Utterance
+from .db import Database
+from .migrations import migrate
+from .vectors import VectorIndex, as_blob, ensure_vector_tables
+
+# A node and everything under it, as the table `sub(id)`.
+_SUBTREE = "WITH RECURSIVE sub(id) AS (SELECT ? UNION ALL SELECT n.id FROM nodes n JOIN sub ON n.parent_id = sub.id) "
+_NODE_COLUMNS = "id, level, parent_id, text, tokens, frequency, last_access, created, start_time, end_time, relation"
+
+
+def _node(row: Any) -> Node:
+    return Node(
+        id=row["id"],
+        level=Level(row["level"]),
+        parent_id=row["parent_id"],
+        text=row["text"],
+        tokens=row["tokens"],
+        frequency=row["frequency"],
+        last_access=row["last_access"],
+        created=row["created"],
+        start_time=row["start_time"],
+        end_time=row["end_time"],
+        relation=row["relation"],
+    )
+
+
+def _utterance(row: Any) -> Utterance:
+    return Utterance(speaker=row["speaker"], text=row["text"], time=row["time"], id=row["id"])
+
+
+def utterance_digest(u: Utterance) -> str:
+    return hashlib.sha256(f"{u.speaker}\x1f{u.time!r}\x1f{u.text}".encode()).hexdigest()
+
+
+class Store:
+    def __init__(self, path: Path | str, *, embedder: str, dim: int) -> None:
+        self.db = Database(path)
+        migrate(self.db)
+        ensure_vector_tables(self.db, embedder, dim)
+        self.dim = dim
+        self.index = {level: VectorIndex(dim) for level in Level}
+        # State mirrored in memory elsewhere (the sensing buffer) registers here to be reloaded
+        # when an outermost transaction rolls back.
+        self.on_rollback: list[Callable[[], None]] = [self.reload_index]
+        self.reload_index()
+
+    def close(self) -> None:
+        self.db.close()
+
+    @contextlib.contextmanager
+    def atomic(self) -> Iterator[None]:
+        try:
+            with self.db.atomic():
+                yield
+        except BaseException:
+            # Savepoints too: what is mirrored in memory must match what the database now says.
+            for reload in self.on_rollback:
+                reload()
+            raise
+
+    def reload_index(self) -> None:
+        for level, index in self.index.items():
+            index.rebuild(
+                (r[0], r[1])
+                for r in self.db.all(
+                    "SELECT v.node_id, v.embedding FROM node_vectors v JOIN nodes n ON n.id = v.node_id "
+                    "WHERE n.level = ?",
+                    (level.value,),
+                )
+            )
+
+    # --- meta and audit ----------------------------------------------------------------
+
+    def meta(self, key: str, default: str | None = None) -> str | None:
+        value = self.db.scalar("SELECT value FROM meta WHERE key = ?", (key,))
+        return default if value is None else value
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.db.execute(
+            "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = ?", (key, value, value)
+        )
+
+    @property
+    def clock(self) -> float:
+        """The memory's notion of now: the time of the newest utterance it has heard."""
+        return float(self.meta("clock", "0") or 0)
+
+    def advance_clock(self, t: float) -> None:
+        if t > self.clock:
+            self.set_meta("clock", repr(t))
+
+    def audit(self, action: str, detail: dict[str, Any]) -> None:
+        self.db.execute(
+            "INSERT INTO audit (time, action, detail) VALUES (?, ?, ?)",
+            (time.time(), action, json.dumps(detail, sort_keys=True)),
+        )
+
+    # --- speakers and utterances ---------------------------------------------------------
+
+    def speaker_id(self, name: str) -> int:
+        row = self.db.one("SELECT id FROM speakers WHERE name = ?", (name,))
+        if row is not None:
+            return int(row[0])
+        return int(self.db.execute("INSERT INTO speakers (name, created) VALUES (?, ?)", (name, time.time())).lastrowid)
+
+    def add_utterance(self, u: Utterance, vector: np.ndarray) -> Utterance | None:
+        """Archive an utterance with its vector; None if this exact utterance is already there."""
+        digest = utterance_digest(u)
+        if self.db.one("SELECT 1 FROM utterances WHERE digest = ?", (digest,)):
+            return None
+        sid = self.speaker_id(u.speaker)
+        uid = int(
+            self.db.execute(
+                "INSERT INTO utterances (speaker_id, text, time, created, digest) VALUES (?, ?, ?, ?, ?)",
+                (sid, u.text, u.time, time.time(), digest),
+            ).lastrowid
+        )
+        self.db.execute("INSERT INTO utterance_vectors (utterance_id, embedding) VALUES (?, ?)", (uid, as_blob(vector)))
+        return Utterance(u.speaker, u.text, u.time, uid)
+
+    def utterances(self, ids: Iterable[int]) -> list[Utterance]:
+        ids = list(ids)
+        if not ids:
+            return []
+        marks = ",".join("?" * len(ids))
+        rows = self.db.all(
+            f"SELECT u.id, s.name AS speaker, u.text, u.time FROM utterances u JOIN speakers s ON s.id = u.speaker_id "
+            f"WHERE u.id IN ({marks}) ORDER BY u.time, u.id",
+            ids,
+        )
+        return [_utterance(r) for r in rows]
+
+    def utterance_vectors(self, ids: list[int]) -> dict[int, np.ndarray]:
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        rows = self.db.all(
+            f"SELECT utterance_id, embedding FROM utterance_vectors WHERE utterance_id IN ({marks})", ids
+        )
+        return {r[0]: np.frombuffer(r[1], dtype=np.float32) for r in rows}
+
+    def utterance_count(self) -> int:
+        return int(self.db.scalar("SELECT count(*) FROM utterances"))
+
+    def search_utterances(self, vector: np.ndarray, k: int) -> list[tuple[Utterance, float]]:
+        """Nearest archived utterances by sqlite-vec KNN (the cold path: not part of per-step work)."""
+        rows = self.db.all(
+            "SELECT utterance_id, distance FROM utterance_vectors WHERE embedding MATCH ? AND k = ? ORDER BY distance",
+            (as_blob(vector), k),
+        )
+        found = {u.id: u for u in self.utterances(r[0] for r in rows)}
+        return [(found[r[0]], 1.0 - float(r[1])) for r in rows if r[0] in found]
+
+    # --- short-term sensing buffer and pending buffer ------------------------------------
+
+    def stsb(self) -> tuple[list[Utterance], list[Utterance]]:
+        """(open buffer, leading context window), each oldest first."""
+        rows = self.db.all("SELECT utterance_id, is_context FROM stsb ORDER BY position")
+        by_id = {u.id: u for u in self.utterances(r[0] for r in rows)}
+        buffer = [by_id[r[0]] for r in rows if not r[1] and r[0] in by_id]
+        context = [by_id[r[0]] for r in rows if r[1] and r[0] in by_id]
+        return buffer, context
+
+    def set_stsb(self, buffer: list[Utterance], context: list[Utterance]) -> None:
+        self.db.execute("DELETE FROM stsb")
+        rows = [(i, u.id, 1) for i, u in enumerate(context)] + [
+            (len(context) + i, u.id, 0) for i, u in enumerate(buffer)
+        ]
+        self.db.executemany("INSERT INTO stsb (position, utterance_id, is_context) VALUES (?, ?, ?)", rows)
+
+    def add_pending(self, utterances: list[Utterance], context: list[Utterance]) -> int:
+        block_id = int(self.db.execute("INSERT INTO pending_blocks (created) VALUES (?)", (time.time(),)).lastrowid)
+        rows = [(block_id, i, u.id, 1) for i, u in enumerate(context)]
+        rows += [(block_id, len(context) + i, u.id, 0) for i, u in enumerate(utterances)]
+        self.db.executemany(
+            "INSERT INTO pending_utterances (block_id, position, utterance_id, is_context) VALUES (?, ?, ?, ?)", rows
+        )
+        return block_id
+
+    def pending_blocks(self) -> list[Block]:
+        blocks = []
+        for (block_id,) in self.db.all("SELECT id FROM pending_blocks ORDER BY id"):
+            rows = self.db.all(
+                "SELECT utterance_id, is_context FROM pending_utterances WHERE block_id = ? ORDER BY position",
+                (block_id,),
+            )
+            by_id = {u.id: u for u in self.utterances(r[0] for r in rows)}
+            main = tuple(by_id[r[0]] for r in rows if not r[1] and r[0] in by_id)
+            context = tuple(by_id[r[0]] for r in rows if r[1] and r[0] in by_id)
+            if main:
+                blocks.append(Block(block_id, main, context))
+        return blocks
+
+    def pending_count(self) -> int:
+        return int(self.db.scalar("SELECT count(*) FROM pending_blocks"))
+
+    def remove_pending(self, block_id: int) -> None:
+        self.db.execute("DELETE FROM pending_blocks WHERE id = ?", (block_id,))
+
+    # --- the tree --------------------------------------------------------------------------
+
+    def add_node(
+        self,
+        level: Level,
+        parent_id: int | None,
+        text: str,
+        tokens: int,
+        vector: np.ndarray,
+        *,
+        created: float,
+        sources: Iterable[int] = (),
+        start_time: float | None = None,
+        end_time: float | None = None,
+        relation: str | None = None,
+    ) -> int:
+        node_id = int(
+            self.db.execute(
+                "INSERT INTO nodes (level, parent_id, text, tokens, frequency, last_access, created, start_time, "
+                "end_time, "
+                "relation) VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?, ?)",
+                (level.value, parent_id, text, tokens, created, created, start_time, end_time, relation),
+            ).lastrowid
+        )
+        self.db.execute("INSERT INTO node_vectors (node_id, embedding) VALUES (?, ?)", (node_id, as_blob(vector)))
+        self.add_sources(node_id, sources)
+        self.index[level].add(node_id, vector)
+        return node_id
+
+    def add_sources(self, node_id: int, utterance_ids: Iterable[int]) -> None:
+        self.db.executemany(
+            "INSERT OR IGNORE INTO node_sources (node_id, utterance_id) VALUES (?, ?)",
+            [(node_id, uid) for uid in utterance_ids],
+        )
+
+    def set_node_vector(self, node_id: int, level: Level, vector: np.ndarray) -> None:
+        self.db.execute("UPDATE node_vectors SET embedding = ? WHERE node_id = ?", (as_blob(vector), node_id))
+        self.index[level].remove([node_id])
+        self.index[level].add(node_id, vector)
+
+    def node(self, node_id: int) -> Node | None:
+        row = self.db.one(f"SELECT {_NODE_COLUMNS} FROM nodes WHERE id = ?", (node_id,))
+        return None if row is None else _node(row)
+
+    def nodes(self, level: Level | None = None) -> list[Node]:
+        if level is None:
+            rows = self.db.all(f"SELECT {_NODE_COLUMNS} FROM nodes ORDER BY id")
+        else:
+            rows = self.db.all(f"SELECT {_NODE_COLUMNS} FROM nodes WHERE level = ? ORDER BY id", (level.value,))
+        return [_node(r) for r in rows]
+
+    def children(self, parent_id: int) -> list[Node]:
+        rows = self.db.all(f"SELECT {_NODE_COLUMNS} FROM nodes WHERE parent_id = ? ORDER BY id", (parent_id,))
+        return [_node(r) for r in rows]
+
+    def delete_node(self, node_id: int) -> list[int]:
+        """Delete a node and everything under it; return the ids removed."""
+        levels = {
+            r[0]: Level(r[1])
+            for r in self.db.all(
+                _SUBTREE + "SELECT nodes.id, nodes.level FROM nodes JOIN sub ON sub.id = nodes.id",
+                (node_id,),
+            )
+        }
+        self.db.execute("DELETE FROM nodes WHERE id = ?", (node_id,))
+        for nid, level in levels.items():
+            self.index[level].remove([nid])
+        return list(levels)
+
+    def reparent(self, child_ids: list[int], parent_id: int) -> None:
+        self.db.executemany("UPDATE nodes SET parent_id = ? WHERE id = ?", [(parent_id, c) for c in child_ids])
+
+    def touch(self, node_ids: Iterable[int], when: float) -> None:
+        """Count a use of these nodes (the f and dt of Eq. 1)."""
+        self.db.executemany(
+            "UPDATE nodes SET frequency = frequency + 1, last_access = max(last_access, ?) WHERE id = ?",
+            [(when, nid) for nid in set(node_ids)],
+        )
+
+    def absorb(self, keeper: Node, other: Node) -> None:
+        """Fold `other` into `keeper`: uses add up, provenance and time span are unioned."""
+        self.db.execute(
+            "UPDATE nodes SET frequency = frequency + ?, last_access = max(last_access, ?), "
+            "start_time = min(coalesce(start_time, ?), coalesce(?, start_time)), "
+            "end_time = max(coalesce(end_time, ?), coalesce(?, end_time)) WHERE id = ?",
+            (
+                other.frequency,
+                other.last_access,
+                other.start_time,
+                other.start_time,
+                other.end_time,
+                other.end_time,
+                keeper.id,
+            ),
+        )
+        self.db.execute(
+            "INSERT OR IGNORE INTO node_sources (node_id, utterance_id) "
+            "SELECT ?, utterance_id FROM node_sources WHERE node_id = ?",
+            (keeper.id, other.id),
+        )
+
+    def total_tokens(self) -> int:
+        return int(self.db.scalar("SELECT coalesce(sum(tokens), 0) FROM nodes"))
+
+    def node_count(self) -> int:
+        return int(self.db.scalar("SELECT count(*) FROM nodes"))
+
+    def sources(self, node_ids: Iterable[int]) -> dict[int, list[Evidence]]:
+        ids = list(node_ids)
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        rows = self.db.all(
+            f"SELECT ns.node_id, u.id, s.name, u.time, u.text FROM node_sources ns "
+            f"JOIN utterances u ON u.id = ns.utterance_id JOIN speakers s ON s.id = u.speaker_id "
+            f"WHERE ns.node_id IN ({marks}) ORDER BY u.time, u.id",
+            ids,
+        )
+        out: dict[int, list[Evidence]] = {nid: [] for nid in ids}
+        for r in rows:
+            out[r[0]].append(Evidence(utterance_id=r[1], speaker=r[2], time=r[3], text=r[4]))
+        return out
+
+    def delete_childless(self) -> list[int]:
+        """Cascading abstraction: remove scenes and events left with no children, until none remain."""
+        removed: list[int] = []
+        while True:
+            rows = self.db.all(
+                "SELECT id, level FROM nodes p WHERE level != 'amu' AND NOT EXISTS "
+                "(SELECT 1 FROM nodes c WHERE c.parent_id = p.id)"
+            )
+            if not rows:
+                return removed
+            for nid, level in rows:
+                self.db.execute("DELETE FROM nodes WHERE id = ?", (nid,))
+                self.index[Level(level)].remove([nid])
+                removed.append(nid)

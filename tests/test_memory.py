@@ -1,0 +1,131 @@
+"""The memory end to end on text, with the real packaged embedder, tokenizer and spaCy extractor."""
+
+from pathlib import Path
+
+import pytest
+
+from assistant.errors import InputError
+from assistant.memory.records import Level, Utterance
+from assistant.transcripts import read_conversations
+
+from .conftest import check_invariants, open_memory
+
+SAMPLE = Path(__file__).resolve().parents[1] / "assistant" / "data" / "sample_conversation.jsonl"
+
+
+def sample() -> tuple[Utterance, ...]:
+    return read_conversations(SAMPLE)[0].utterances
+
+
+def test_ingest_builds_a_scene_event_unit_tree_with_provenance(memory):
+    report = memory.add_many(sample())
+    assert report.utterances == 22 and report.duplicates == 0
+    check_invariants(memory)
+    stats = memory.stats()
+    assert stats.scenes >= 1 and stats.events >= 4 and stats.amus >= stats.events
+    assert stats.buffered == 0 and stats.pending_blocks == 0
+    tree = memory.tree()
+    assert all(t.node.level is Level.SCENE for t in tree)
+    assert all(e.node.level is Level.EVENT and e.children for t in tree for e in t.children)
+    # Re-ingesting the same conversation adds nothing.
+    again = memory.add_many(sample())
+    assert again.utterances == 0 and again.duplicates == 22
+
+
+def test_search_finds_the_evidence_for_a_question(memory):
+    memory.add_many(sample())
+    retrieval = memory.search("When do we fly to Lisbon?")
+    quoted = [ev.text for p in retrieval.paths for ev in p.sources]
+    assert any("14th of May" in t for t in quoted), quoted
+
+
+def test_asking_counts_as_use_of_the_retrieved_nodes(memory):
+    memory.add_many(sample())
+    before = {n.id: n.frequency for n in memory.store.nodes()}
+    retrieval = memory.search("Who looks after Biscuit the beagle?", use=True)
+    used = {n.id for p in retrieval.paths for n in (p.scene, p.event, *p.amus)}
+    after = {n.id: n.frequency for n in memory.store.nodes()}
+    assert used and all(after[i] == before[i] + 1 for i in used)
+    assert all(after[i] == before[i] for i in after if i not in used)
+
+
+def test_restart_restores_sensing_buffer_and_pending_blocks(tmp_path):
+    mem = open_memory(tmp_path)
+    for u in sample()[:8]:
+        mem.add(u.speaker, u.text, u.time, distill=False)
+    buffered = [u.id for u in mem.engine.buffer.buffer]
+    context = [u.id for u in mem.engine.buffer.context]
+    pending = [b.id for b in mem.store.pending_blocks()]
+    assert buffered and pending
+    mem.close()
+    mem = open_memory(tmp_path)
+    assert [u.id for u in mem.engine.buffer.buffer] == buffered
+    assert [u.id for u in mem.engine.buffer.context] == context
+    assert [b.id for b in mem.store.pending_blocks()] == pending
+    mem.add_many(sample()[8:])
+    check_invariants(mem)
+    assert mem.stats().utterances == 22 and mem.stats().pending_blocks == 0
+    mem.close()
+
+
+@pytest.mark.parametrize("text", ["", "   \n\t "])
+def test_empty_utterances_are_refused_and_change_nothing(memory, text):
+    memory.add("Ana", "Something to keep.", 1.0)
+    with pytest.raises(InputError, match="empty utterance"):
+        memory.add("Ana", text, 2.0)
+    assert memory.stats().utterances == 1
+
+
+def test_invalid_unicode_is_refused(memory):
+    with pytest.raises(InputError, match="not valid Unicode"):
+        memory.add("Ana", "broken \udc80 text", 1.0)
+    assert memory.stats().utterances == 0
+
+
+def test_a_100k_character_utterance_is_split_and_kept_within_budget(tmp_path):
+    mem = open_memory(tmp_path, budget=300)
+    long_text = " ".join(f"Sentence number {i} is about the harbour in Lisbon." for i in range(2000))[:100_000]
+    mem.add("Ana", long_text, 10.0)
+    mem.flush()
+    limit = mem.settings.memory.ingest.max_utterance_chars
+    stored = mem.store.utterances(range(1, 1000))
+    assert len(stored) >= 100_000 // limit and all(len(u.text) <= limit for u in stored)
+    assert sum(len(u.text) for u in stored) >= 99_000
+    check_invariants(mem)
+    mem.close()
+
+
+def test_a_whole_ingest_lands_or_nothing_does(memory):
+    stream = [*list(sample()[:10]), Utterance("Ana", "   ", 99.0), *list(sample()[10:])]
+    with pytest.raises(InputError):
+        memory.add_many(stream)
+    stats = memory.stats()
+    assert (stats.utterances, stats.scenes + stats.events + stats.amus, stats.pending_blocks) == (0, 0, 0)
+    assert memory.engine.buffer.buffer == [] and memory.engine.buffer.context == []
+    check_invariants(memory)
+    memory.add_many(sample())
+    check_invariants(memory)
+
+
+def test_questions_that_cannot_be_asked(memory):
+    with pytest.raises(InputError, match="the question is empty"):
+        memory.ask("  ")
+    with pytest.raises(InputError, match="the limit is 2,000"):
+        memory.ask(" ".join(["word"] * 10_000))
+
+
+def test_an_empty_memory_does_not_know_without_asking_the_llm(memory):
+    answer = memory.ask("What did Sam say about the trip?")
+    assert not answer.knows and answer.text == "I don't know." and answer.evidence == ()
+
+
+def test_delete_removes_a_subtree_and_cascades(memory):
+    memory.add_many(sample())
+    scene = memory.tree()[0]
+    event = scene.children[0]
+    memory.delete(event.node.id)
+    assert memory.store.node(event.node.id) is None
+    assert all(memory.store.node(c.node.id) is None for c in event.children)
+    check_invariants(memory)
+    with pytest.raises(InputError, match="no memory node"):
+        memory.delete(987654)
