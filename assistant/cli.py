@@ -18,7 +18,7 @@ import click
 
 from . import locations
 from .config import Settings, load_settings
-from .errors import AssistantError
+from .errors import AssistantError, InputError
 from .memory.api import Memory, TreeNode
 from .memory.records import Answer
 from .transcripts import read_conversations
@@ -96,22 +96,36 @@ def _ask(memory: Memory, question: str) -> Answer:
 
 @main.command()
 @click.argument("question")
+@click.option("--timings", is_flag=True, help="Also print retrieval and answer latency and the context size.")
 @click.pass_context
 @_errors
-def ask(ctx: click.Context, question: str) -> None:
+def ask(ctx: click.Context, question: str, timings: bool) -> None:
     """Ask the memory a question; the answer streams, then its evidence."""
     with _open(ctx) as memory:
-        _ask(memory, question)
+        answer = _ask(memory, question)
+        if timings:
+            click.echo(
+                f"retrieval {answer.retrieval_ms:.1f} ms, answer {answer.answer_ms:.0f} ms, "
+                f"context {answer.context_tokens} tokens",
+                err=True,
+            )
 
 
 @main.command()
 @click.argument("file", type=click.Path(path_type=Path))
 @click.option("--no-flush", is_flag=True, help="Leave the last utterances in the short-term buffer.")
+@click.option("--only", "only", multiple=True, help="Only these conversations of a LoCoMo file (sample_id).")
 @click.pass_context
 @_errors
-def ingest(ctx: click.Context, file: Path, no_flush: bool) -> None:
+def ingest(ctx: click.Context, file: Path, no_flush: bool, only: tuple[str, ...]) -> None:
     """Remember a conversation from FILE: JSON Lines of {speaker, text, time}, or LoCoMo JSON."""
     conversations = read_conversations(file)
+    if only:
+        known = [c.name for c in conversations]
+        missing = [n for n in only if n not in known]
+        if missing:
+            raise InputError(f"{file}: no conversation named {', '.join(missing)} (it has {', '.join(known)})")
+        conversations = [c for c in conversations if c.name in only]
     with _open(ctx) as memory:
         for conv in conversations:
             with click.progressbar(

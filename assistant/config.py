@@ -111,6 +111,7 @@ class RetrievalOptions:
 class AnswerOptions:
     max_tokens: int = _range(1, 4096)
     max_question_chars: int = _range(1, 1_000_000)
+    min_relevance: float = _range(-1.0, 1.0)
     context_tokens: int = _range(64, 131072)
 
 

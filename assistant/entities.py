@@ -16,15 +16,22 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import sys
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Protocol
 
 from assistant.errors import ConfigError, ModelError
 from assistant.memory.records import Triplet, Utterance
 
 INSTALL_HINT = "`assistant models install` installs the default models"
+# No GLiNER model is among the defaults, so its errors point elsewhere.
+GLINER_HINT = (
+    "set memory.entities.gliner_model to a GLiNER model directory (or a hub id, with network), or use "
+    f"memory.entities.backend: spacy, which works offline ({INSTALL_HINT})"
+)
 # spaCy needs about 1 GB of scratch memory per 100,000 characters; parse long texts in pieces.
 _MAX_PIECE_CHARS = 5000
 # Longest phrase kept as a subject or object, in tokens: longer spans are clauses, not units.
@@ -125,6 +132,27 @@ def _load_spacy(path: str) -> Any:
         raise ModelError(f"cannot load spaCy model at {path}: {e}; {INSTALL_HINT}") from e
 
 
+_CONTRACTIONS = {
+    "'m": "is",
+    "am": "is",
+    "'re": "are",
+    "'s": "is",
+    "'ve": "have",
+    "'ll": "will",
+    "'d": "would",
+    "n't": "not",
+    "wo": "will",
+    "ca": "can",
+    "sha": "shall",
+}
+_COPULAS = {"is", "are", "was", "were", "be", "been", "being"}
+
+
+def _aux(tok: Any) -> str:
+    """A token as it reads after a first-person subject became a name ("I'm" -> "Caroline is")."""
+    return _CONTRACTIONS.get(tok.lower_, tok.lower_)
+
+
 class _Clause:
     """Triplets of one sentence of one utterance: the dependency rules live here."""
 
@@ -182,18 +210,17 @@ class _Clause:
         return [s for s0 in subj for s in (s0, *s0.conjuncts)]
 
     def relation(self, verb: Any) -> str:
-        passive = any(c.dep_ == "auxpass" for c in verb.children)
-        words = ["be", verb.lower_] if passive else [verb.lemma_.lower()]  # "be swamped with"
+        # Surface forms with their auxiliaries ("will send", "went to", "is"), not lemmas: tense and
+        # modality ("will", "did not") are what temporal questions turn on.
+        words = [_aux(c) for c in verb.lefts if c.dep_ in ("aux", "auxpass", "neg")] + [_aux(verb)]
         words += [c.lower_ for c in verb.children if c.dep_ == "prt"]
-        if any(c.dep_ == "neg" for c in verb.children):
-            words.insert(0, "not")
         head = verb.head
-        if verb.dep_ == "xcomp" and head.lower_ in ("going", "gon"):
-            words.insert(0, "will")  # "I'm going to adopt" is a plan, not a trip
-        elif verb.dep_ == "xcomp" and head.dep_ == "acomp":
-            words[:0] = ["be", head.lower_, "to"]
+        if verb.dep_ == "xcomp" and head.dep_ == "acomp":
+            lead = [_aux(c) for c in head.head.lefts if c.dep_ in ("aux", "neg")] + [_aux(head.head)]
+            words[:0] = [*lead, head.lower_, "to"]  # "is thrilled to make"
         elif verb.dep_ == "xcomp" and head.pos_ in ("VERB", "AUX"):
-            words[:0] = [head.lemma_.lower(), "to"]
+            lead = [_aux(c) for c in head.lefts if c.dep_ in ("aux", "neg")] + [_aux(head)]
+            words[:0] = [*lead, "to"]  # "is going to adopt", "loves to paint"
         return " ".join(words)
 
     def add(self, subj: Any, rel: str, obj: Any | str, weight: float = 0.0) -> None:
@@ -203,7 +230,7 @@ class _Clause:
         if not o_ok or short or s_text.lower() in _EMPTY_SUBJECTS or s_text.lower() == o_text.lower():
             return
         ents = sum(1 for e in self.ents if e.text in s_text or e.text in o_text)
-        score = weight + 2.0 * ents + min(len(o_text.split()), 5) + (0 if rel == "be" else 0.5)
+        score = weight + 2.0 * ents + min(len(o_text.split()), 5) + (0 if rel in _COPULAS else 0.5)
         self.found.append((score, Triplet(s_text, rel, o_text, self.uid)))
 
     def run(self) -> list[tuple[float, Triplet]]:
@@ -238,8 +265,9 @@ class _Clause:
         # "I ran a charity race last Saturday": the time goes with the act, so "when" questions find it.
         for c in verb.children:
             if c.dep_ in ("npadvmod", "tmod") and c.ent_type_ in ("DATE", "TIME"):
-                ent = next(e for e in self.ents if e.start <= c.i < e.end)
-                self.add(subj, f"{rel} {first}" if first else rel, ent.text, 1.0)
+                ent = next((e for e in self.ents if e.start <= c.i < e.end), None)  # None: crosses sentences
+                if ent is not None:
+                    self.add(subj, f"{rel} {first}" if first else rel, ent.text, 1.0)
 
 
 def _real(ent: Any) -> bool:
@@ -286,22 +314,42 @@ _MAX_RELATION_WORDS = 4
 _HUB_ID = re.compile(r"[\w-][\w.-]*/[\w.-]+")  # "urchade/gliner_small-v2.1"; anything else is a path
 
 
+def import_gliner() -> ModuleType:
+    """`import gliner`, with TorchScript off while its modules are first imported.
+
+    Once `usearch` is imported (the store does), any `torch.jit.script` call spins forever in this
+    environment (usearch 2.26, torch 2.13 CPU), and importing gliner scripts a helper in
+    transformers' DeBERTa module. With TorchScript off that helper stays a plain Python function:
+    same results, and nothing else in the process is affected once the import is done.
+    """
+    if "gliner" in sys.modules:
+        return sys.modules["gliner"]
+    import torch.jit._state as jit_state  # private, but the only switch besides PYTORCH_JIT at startup
+
+    was_enabled = bool(jit_state._enabled)
+    jit_state.disable()
+    try:
+        import gliner
+    finally:
+        if was_enabled:
+            jit_state.enable()
+    return gliner
+
+
 @lru_cache(maxsize=2)
 def _load_gliner(model: str) -> Any:
     path = Path(model).expanduser()
     local = path.exists()
     if not local and not _HUB_ID.fullmatch(model):
-        raise ModelError(f"GLiNER model not found at {model}; set memory.entities.gliner_model to a GLiNER model")
+        raise ModelError(f"GLiNER model not found at {model}; {GLINER_HINT}")
     try:
-        from gliner import GLiNER
-
         # A local directory never touches the network; a hub id downloads once into the HF cache.
-        loaded = GLiNER.from_pretrained(str(path) if local else model, local_files_only=local)
+        loaded = import_gliner().GLiNER.from_pretrained(str(path) if local else model, local_files_only=local)
         loaded.eval()
         return loaded
     except Exception as e:  # from_pretrained raises anything from OSError to RuntimeError (shapes)
         where = "at" if local else "from the hub id"
-        raise ModelError(f"cannot load GLiNER model {where} {model}: {e}; {INSTALL_HINT} (spaCy backend)") from e
+        raise ModelError(f"cannot load GLiNER model {where} {model}: {e}; {GLINER_HINT}") from e
 
 
 class GlinerTripletExtractor:

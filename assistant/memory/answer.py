@@ -10,11 +10,12 @@ answered, the sources of its best path.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from ..llm import LLM, Tokenizer
+from spacy.lang.en.stop_words import STOP_WORDS
+
+from ..llm import Tokenizer
 from .records import Evidence, Retrieval, Utterance
 
 SYSTEM = (
@@ -28,8 +29,8 @@ INSTRUCTIONS = (
     'Do NOT start your answer with phrases like "Based on..." or "According to...". Instead, directly state the '
     "answer.\n"
     "Dates are given for each line; resolve words like 'yesterday' or 'last week' against them.\n"
-    "After the answer, cite the numbered sources you used, like [2].\n"
-    "If the memory does not contain the answer, reply exactly: I don't know."
+    "After the answer, cite the numbered lines you used, like [2].\n"
+    "If the memory does not contain the answer, reply exactly: I don't know. Never guess."
 )
 
 DONT_KNOW = "I don't know."
@@ -57,25 +58,30 @@ class Prompt:
     context_tokens: int
 
 
-def _line(u: Utterance) -> str:
-    return f"[{when(u.time)}] {u.speaker}: {u.text}"
+def _evidence(u: Utterance) -> Evidence:
+    return Evidence(utterance_id=u.id or 0, speaker=u.speaker, time=u.time, text=u.text)
 
 
 def build_prompt(question: str, retrieval: Retrieval, tokenizer: Tokenizer, max_context_tokens: int) -> Prompt:
-    """Assemble the context, dropping the least relevant material first when it does not fit."""
-    sources: dict[int, Evidence] = {}
+    """Assemble the context, dropping the least relevant material first when it does not fit.
+
+    Every quoted utterance gets a number, wherever it sits, so any of them can be cited.
+    """
+    numbered: list[Evidence] = []
+
+    def cite(ev: Evidence) -> str:
+        numbered.append(ev)
+        return f"[{len(numbered)}] [{when(ev.time)}] {ev.speaker}: {ev.text}"
+
     path_texts: list[str] = []
     for path in retrieval.paths:
         span = when(path.event.start_time) if path.event.start_time is not None else ""
         lines = [f"**{path.scene.text} > {path.event.text}** ({span}; {len(path.amus)} amu(s)):"]
         lines += [f"- {a.text}" for a in path.amus]
-        for ev in path.sources:
-            number = len(sources) + 1
-            sources[number] = ev
-            lines.append(f"  [{number}] [{when(ev.time)}] {ev.speaker}: {ev.text}")
+        lines += [f"  {cite(ev)}" for ev in path.sources]
         path_texts.append("\n".join(lines))
-    short_term = [_line(u) for u in retrieval.short_term]
-    pending = [_line(u) for b in retrieval.pending for u in b.utterances]
+    pending = [cite(_evidence(u)) for b in retrieval.pending for u in b.utterances]
+    short_term = [cite(_evidence(u)) for u in retrieval.short_term]
 
     def render(paths: list[str], short: list[str], pend: list[str]) -> str:
         parts = [
@@ -99,11 +105,11 @@ def build_prompt(question: str, retrieval: Retrieval, tokenizer: Tokenizer, max_
         else:
             short_term = short_term[1:]
         context = render(path_texts, short_term, pending)
-    # Sources of dropped paths must not be citable.
-    kept = "\n".join(path_texts)
-    sources = {n: ev for n, ev in sources.items() if f"[{n}]" in kept}
+    # What was trimmed away cannot be cited.
+    sources = {n: ev for n, ev in enumerate(numbered, start=1) if f"[{n}] " in context}
     user = (
         f"{INSTRUCTIONS}\n{context}\nQuestion: {question}\n"
+        "(If the memory above does not contain the answer, reply exactly: I don't know.)\n"
         "Answer (provide key points directly, no introductory phrases):"
     )
     return Prompt(
@@ -113,18 +119,26 @@ def build_prompt(question: str, retrieval: Retrieval, tokenizer: Tokenizer, max_
     )
 
 
-def cited_evidence(text: str, prompt: Prompt, retrieval: Retrieval) -> tuple[Evidence, ...]:
-    cited = [prompt.sources[int(n)] for n in dict.fromkeys(_CITE_RE.findall(text)) if int(n) in prompt.sources]
-    if cited:
-        return tuple(cited)
-    if retrieval.paths and retrieval.paths[0].sources:
-        return retrieval.paths[0].sources[:1]
-    return ()
+def _content_words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z0-9][a-z0-9'-]*", text.lower()) if w not in STOP_WORDS and len(w) > 1}
+
+
+def cited_evidence(text: str, prompt: Prompt) -> tuple[Evidence, ...]:
+    """The sources the answer rests on: those it cited that share words with it, else the closest in wording.
+
+    Small models cite loosely, so a citation is kept only when the cited words support the answer.
+    """
+    words = _content_words(strip_citations(text))
+    overlap = {n: len(words & _content_words(ev.text)) for n, ev in prompt.sources.items()}
+    cited = [int(n) for n in dict.fromkeys(_CITE_RE.findall(text)) if int(n) in prompt.sources]
+    supported = [n for n in cited if overlap[n] > 0]
+    if supported:
+        return tuple(prompt.sources[n] for n in supported)
+    best = max(overlap.values(), default=0)
+    if best == 0:
+        return ()
+    return tuple(prompt.sources[n] for n, o in overlap.items() if o == best)[:2]
 
 
 def strip_citations(text: str) -> str:
     return re.sub(r"\s*\[\d{1,3}\](?:\s*\[\d{1,3}\])*", "", text).strip()
-
-
-def stream_answer(llm: LLM, prompt: Prompt, max_tokens: int) -> Iterator[str]:
-    yield from llm.stream(prompt.messages, max_tokens=max_tokens)

@@ -179,7 +179,11 @@ class Memory:
         if use and paths:
             with self.store.atomic():
                 mark_used(self.store, paths, now)
-        return Retrieval(q, tuple(paths), tuple(self.engine.buffer.visible), tuple(self.store.pending_blocks()))
+        short_term = tuple(self.engine.buffer.visible)
+        pending = tuple(self.store.pending_blocks())
+        recent = [u.id for u in short_term] + [u.id for b in pending for u in b.utterances]
+        scores = [p.score for p in paths] + [float(v @ vector) for v in self.store.utterance_vectors(recent).values()]
+        return Retrieval(q, tuple(paths), short_term, pending, max(scores, default=0.0))
 
     def _with_sources(self, paths: list[RetrievedPath], query_vector: object) -> list[RetrievedPath]:
         """Attach to each path the utterances it rests on that are closest to the question."""
@@ -207,7 +211,7 @@ class Memory:
         t0 = _time.perf_counter()
         retrieval = self.search(question, use=True)
         t1 = _time.perf_counter()
-        if retrieval.empty:
+        if retrieval.empty or retrieval.relevance < self.settings.memory.answer.min_relevance:
             yield DONT_KNOW
             yield Answer(DONT_KNOW, (), False, 0, (t1 - t0) * 1000, 0.0, retrieval)
             return
@@ -219,7 +223,7 @@ class Memory:
             yield piece
         raw = "".join(pieces).strip() or DONT_KNOW
         knows = not says_unknown(raw)
-        evidence = cited_evidence(raw, prompt, retrieval) if knows else ()
+        evidence = cited_evidence(raw, prompt) if knows else ()
         yield Answer(
             strip_citations(raw) or DONT_KNOW,
             evidence,

@@ -126,6 +126,8 @@ class Retrieval:
     paths: tuple[RetrievedPath, ...]
     short_term: tuple[Utterance, ...]
     pending: tuple[Block, ...]
+    # The best cosine between the question and anything above: how much the memory has to say.
+    relevance: float = 0.0
 
     @property
     def empty(self) -> bool:

@@ -1,0 +1,100 @@
+"""The `assistant` command, run as a user would: a real process, real files, real models."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .conftest import MODELS_DIR
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run(args: list[str], tmp_path: Path, *, extra_config: str = "") -> subprocess.CompletedProcess[str]:
+    config = tmp_path / "cli-config.yaml"
+    config.write_text(
+        f"paths:\n  data_dir: {tmp_path / 'data'}\n  models_dir: {MODELS_DIR}\n"
+        "memory:\n  distill:\n    mode: extractive\n" + extra_config
+    )
+    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "xdg"), "HF_HUB_OFFLINE": "1"}
+    return subprocess.run(
+        [sys.executable, "-m", "assistant", "--config", str(config), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        cwd=tmp_path,
+    )
+
+
+def test_ingest_then_memory_tree(tmp_path):
+    sample = ROOT / "assistant" / "data" / "sample_conversation.jsonl"
+    out = run(["ingest", str(sample)], tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "22 utterances remembered" in out.stdout
+    tree = run(["memory"], tmp_path)
+    assert tree.returncode == 0, tree.stderr
+    assert "/ 32,768 tokens" in tree.stdout and "Lisbon" in tree.stdout
+
+
+def test_malformed_row_names_the_line_and_stores_nothing(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"speaker": "A", "text": "fine", "time": 1}) + "\n{oops\n")
+    out = run(["ingest", str(bad)], tmp_path)
+    assert out.returncode == 4
+    assert f"error: {bad}:2: not valid JSON" in out.stderr
+    assert "Traceback" not in out.stderr
+    assert not (tmp_path / "data" / "memory.db").exists()
+
+
+def test_missing_file_and_bad_config_are_clear_errors(tmp_path):
+    out = run(["ingest", str(tmp_path / "nope.jsonl")], tmp_path)
+    assert out.returncode == 4 and "no such file" in out.stderr
+    out = run(["memory"], tmp_path, extra_config="  budget:\n    token_budget: -1\n")
+    assert out.returncode == 2
+    assert "cli-config.yaml:8: memory.budget.token_budget must be at least 1" in out.stderr
+
+
+def test_only_selects_locomo_conversations(tmp_path):
+    from .conftest import LOCOMO
+
+    out = run(["ingest", str(LOCOMO), "--only", "conv-99"], tmp_path)
+    assert out.returncode == 4 and "no conversation named conv-99" in out.stderr
+
+
+def test_models_status_lists_the_defaults(tmp_path):
+    out = run(["models", "status"], tmp_path)
+    assert out.returncode == 0, out.stderr
+    for name in ("qwen2.5-coder-1.5b-instruct-q4km", "all-minilm-l6-v2", "en-core-web-sm"):
+        assert name in out.stdout
+
+
+def test_a_missing_model_says_how_to_get_it(tmp_path):
+    empty = tmp_path / "no-models"
+    empty.mkdir()
+    config = tmp_path / "missing.yaml"
+    config.write_text(f"paths:\n  data_dir: {tmp_path / 'data'}\n  models_dir: {empty}\n")
+    out = subprocess.run(
+        [sys.executable, "-m", "assistant", "--config", str(config), "memory"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env={**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "xdg"), "HF_HUB_OFFLINE": "1"},
+    )
+    assert out.returncode == 3, out.stderr
+    assert "assistant models install" in out.stderr and "Traceback" not in out.stderr
+
+
+@pytest.mark.slow
+def test_ask_streams_an_answer_with_evidence(tmp_path):
+    sample = ROOT / "assistant" / "data" / "sample_conversation.jsonl"
+    assert run(["ingest", str(sample)], tmp_path).returncode == 0
+    out = run(["ask", "--timings", "Who will take care of Biscuit?"], tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "sister" in out.stdout.lower()
+    assert "Priya, 2026-11-16 09:05" in out.stdout
+    assert "retrieval" in out.stderr and "context" in out.stderr
