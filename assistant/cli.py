@@ -95,20 +95,57 @@ def _ask(memory: Memory, question: str) -> Answer:
 
 
 @main.command()
-@click.argument("question")
+@click.argument("question", required=False)
+@click.option(
+    "--questions",
+    "questions_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Ask every line of this file in turn (models load once).",
+)
 @click.option("--timings", is_flag=True, help="Also print retrieval and answer latency and the context size.")
 @click.pass_context
 @_errors
-def ask(ctx: click.Context, question: str, timings: bool) -> None:
+def ask(ctx: click.Context, question: str | None, questions_file: Path | None, timings: bool) -> None:
     """Ask the memory a question; the answer streams, then its evidence."""
+    if questions_file is not None:
+        try:
+            questions = [q.strip() for q in questions_file.read_text(encoding="utf-8").splitlines() if q.strip()]
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"{questions_file}: cannot read questions: {exc}") from None
+    elif question is not None:
+        questions = [question]
+    else:
+        raise click.UsageError("give a QUESTION or --questions FILE")
+    answers = []
     with _open(ctx) as memory:
-        answer = _ask(memory, question)
-        if timings:
-            click.echo(
-                f"retrieval {answer.retrieval_ms:.1f} ms, answer {answer.answer_ms:.0f} ms, "
-                f"context {answer.context_tokens} tokens",
-                err=True,
-            )
+        for q in questions:
+            if len(questions) > 1:
+                click.secho(f"Q: {q}", bold=True)
+            answer = _ask(memory, q)
+            answers.append(answer)
+            if timings:
+                click.echo(
+                    f"retrieval {answer.retrieval_ms:.1f} ms, answer {answer.answer_ms:.0f} ms, "
+                    f"context {answer.context_tokens} tokens",
+                    err=True,
+                )
+    if timings and len(answers) > 1:
+        click.echo(_latency_summary(answers), err=True)
+
+
+def _latency_summary(answers: list[Answer]) -> str:
+    def pct(values: list[float], q: float) -> float:
+        ordered = sorted(values)
+        return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+    r = [a.retrieval_ms for a in answers]
+    t = [a.retrieval_ms + a.answer_ms for a in answers]
+    c = [float(a.context_tokens) for a in answers]
+    return (
+        f"{len(answers)} questions: retrieval median {pct(r, 0.5):.1f} ms (p95 {pct(r, 0.95):.1f}); "
+        f"retrieval + answer median {pct(t, 0.5) / 1000:.2f} s (p95 {pct(t, 0.95) / 1000:.2f}); "
+        f"context median {pct(c, 0.5):.0f} tokens"
+    )
 
 
 @main.command()

@@ -24,7 +24,9 @@ class Embedder:
         try:
             import torch
             from sentence_transformers import SentenceTransformer
+            from transformers.utils import logging as hf_logging
 
+            hf_logging.disable_progress_bar()  # a weights progress bar on every start is noise in a CLI
             if device == "auto":
                 device = "cuda" if torch.cuda.is_available() else "cpu"
             if threads and device == "cpu":

@@ -13,8 +13,6 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from spacy.lang.en.stop_words import STOP_WORDS
-
 from ..llm import Tokenizer
 from .records import Evidence, Retrieval, Utterance
 
@@ -29,7 +27,7 @@ INSTRUCTIONS = (
     'Do NOT start your answer with phrases like "Based on..." or "According to...". Instead, directly state the '
     "answer.\n"
     "Dates are given for each line; resolve words like 'yesterday' or 'last week' against them.\n"
-    "After the answer, cite the numbered lines you used, like [2].\n"
+    "Answer in words first, then cite the numbered lines you used, like: They met in May 2023 [2].\n"
     "If the memory does not contain the answer, reply exactly: I don't know. Never guess."
 )
 
@@ -120,6 +118,8 @@ def build_prompt(question: str, retrieval: Retrieval, tokenizer: Tokenizer, max_
 
 
 def _content_words(text: str) -> set[str]:
+    from spacy.lang.en.stop_words import STOP_WORDS  # spaCy takes seconds to import; only answers need it
+
     return {w for w in re.findall(r"[a-z0-9][a-z0-9'-]*", text.lower()) if w not in STOP_WORDS and len(w) > 1}
 
 

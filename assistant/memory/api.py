@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from ..config import Settings, load_settings
 from ..embed import load_embedder
 from ..entities import make_extractor
@@ -185,7 +187,7 @@ class Memory:
         scores = [p.score for p in paths] + [float(v @ vector) for v in self.store.utterance_vectors(recent).values()]
         return Retrieval(q, tuple(paths), short_term, pending, max(scores, default=0.0))
 
-    def _with_sources(self, paths: list[RetrievedPath], query_vector: object) -> list[RetrievedPath]:
+    def _with_sources(self, paths: list[RetrievedPath], query_vector: np.ndarray) -> list[RetrievedPath]:
         """Attach to each path the utterances it rests on that are closest to the question."""
         per_event = self.settings.memory.retrieval.sources_per_event
         if per_event == 0 or not paths:
@@ -221,11 +223,13 @@ class Memory:
         for piece in self.llm.stream(prompt.messages, max_tokens=opts.max_tokens):
             pieces.append(piece)
             yield piece
-        raw = "".join(pieces).strip() or DONT_KNOW
-        knows = not says_unknown(raw)
+        raw = "".join(pieces).strip()
+        # A reply that is only citations says nothing; treat it like any other non-answer.
+        text = strip_citations(raw) or DONT_KNOW
+        knows = not says_unknown(text)
         evidence = cited_evidence(raw, prompt) if knows else ()
         yield Answer(
-            strip_citations(raw) or DONT_KNOW,
+            text,
             evidence,
             knows,
             prompt.context_tokens,

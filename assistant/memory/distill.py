@@ -16,7 +16,6 @@ from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
-from spacy.lang.en.stop_words import STOP_WORDS
 
 from ..config import DistillOptions
 from ..embed import Embedder
@@ -150,6 +149,8 @@ class Distiller:
         return tuple(out)
 
     def _extractive_scene(self, block: Block, amus: tuple[AmuCandidate, ...]) -> str:
+        from spacy.lang.en.stop_words import STOP_WORDS  # slow to import; the extractor has loaded spaCy by now
+
         speakers = {s.lower() for s in block.speakers}
         counts: Counter[str] = Counter()
         for amu in amus:
