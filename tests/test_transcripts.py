@@ -5,7 +5,7 @@ import pytest
 from assistant.errors import InputError
 from assistant.transcripts import read_conversations
 
-LOCOMO = "/work/shared/data/locomo-dev/locomo-dev.json"
+from .conftest import LOCOMO
 
 
 def test_jsonl_with_iso_and_epoch_times(tmp_path):
