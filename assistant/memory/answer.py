@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from ..llm import Tokenizer
+from .dates import annotate
 from .records import Evidence, Retrieval, Utterance
 
 SYSTEM = (
@@ -26,7 +27,7 @@ INSTRUCTIONS = (
     "only, using only the memory below.\n"
     'Do NOT start your answer with phrases like "Based on..." or "According to...". Instead, directly state the '
     "answer.\n"
-    "Dates are given for each line; resolve words like 'yesterday' or 'last week' against them.\n"
+    "Each line carries the date it was said; relative dates are resolved in parentheses.\n"
     "Answer in words first, then cite the numbered lines you used, like: They met in May 2023 [2].\n"
     "If the memory does not contain the answer, reply exactly: I don't know. Never guess."
 )
@@ -69,13 +70,15 @@ def build_prompt(question: str, retrieval: Retrieval, tokenizer: Tokenizer, max_
 
     def cite(ev: Evidence) -> str:
         numbered.append(ev)
-        return f"[{len(numbered)}] [{when(ev.time)}] {ev.speaker}: {ev.text}"
+        return f"[{len(numbered)}] [{when(ev.time)}] {ev.speaker}: {annotate(ev.text, ev.time)}"
 
     path_texts: list[str] = []
     for path in retrieval.paths:
         span = when(path.event.start_time) if path.event.start_time is not None else ""
-        lines = [f"**{path.scene.text} > {path.event.text}** ({span}; {len(path.amus)} amu(s)):"]
-        lines += [f"- {a.text}" for a in path.amus]
+        start = path.event.start_time or 0.0
+        event = annotate(path.event.text, start)
+        lines = [f"**{path.scene.text} > {event}** ({span}; {len(path.amus)} amu(s)):"]
+        lines += [f"- {annotate(a.text, a.start_time or start)}" for a in path.amus]
         lines += [f"  {cite(ev)}" for ev in path.sources]
         path_texts.append("\n".join(lines))
     pending = [cite(_evidence(u)) for b in retrieval.pending for u in b.utterances]
