@@ -111,7 +111,7 @@ class Memory:
             labels=opts.entities.labels,
             threshold=opts.entities.gliner_threshold,
         )
-        return Distiller(opts.distill, embedder=self._embedder, extractor=extractor, tokenizer=self.tokenizer, llm=llm)
+        return Distiller(opts.distill, extractor=extractor, tokenizer=self.tokenizer, llm=llm)
 
     # --- writing -----------------------------------------------------------------------------
 

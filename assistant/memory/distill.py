@@ -18,7 +18,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..config import DistillOptions
-from ..embed import Embedder
 from ..entities import TripletExtractor
 from ..llm import LLM, Tokenizer
 from .records import Block, Utterance
@@ -85,7 +84,6 @@ class Distiller:
         self,
         options: DistillOptions,
         *,
-        embedder: Embedder,
         extractor: TripletExtractor,
         tokenizer: Tokenizer,
         llm: LLM | None,
@@ -93,13 +91,12 @@ class Distiller:
         if options.mode == "llm" and llm is None:
             raise ValueError("llm distillation needs an LLM")
         self.options = options
-        self.embedder = embedder
         self.extractor = extractor
         self.tokenizer = tokenizer
         self.llm = llm
 
-    def distill(self, block: Block) -> Distillation:
-        vectors = self.embedder.encode([u.line for u in block.utterances])
+    def distill(self, block: Block, vectors: np.ndarray) -> Distillation:
+        """`vectors` are the block's utterance embeddings, one row each, as archived at ingest."""
         gist = central_utterance(block.utterances, vectors)
         amus = self._amus(block)
         gist_unit = AmuCandidate(self.tokenizer.truncate(gist.line, 64), "said", (gist.id,) if gist.id else ())

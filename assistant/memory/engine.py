@@ -157,7 +157,9 @@ class ProStream:
     def distill_pending(self, limit: int | None = None) -> tuple[int, list[BudgetReport]]:
         mounted, reports = 0, []
         for block in self.store.pending_blocks()[:limit]:
-            distillation = self.distiller.distill(block)
+            stored = self.store.utterance_vectors([u.id for u in block.utterances if u.id is not None])
+            vectors = np.vstack([stored[u.id] for u in block.utterances if u.id in stored])
+            distillation = self.distiller.distill(block, vectors)
             with self.store.atomic():
                 self._mount(distillation)
                 reports.append(enforce_budget(self.store, self.options.budget, self.options.utility, self.store.clock))
