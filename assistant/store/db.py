@@ -115,10 +115,6 @@ class Database:
                 self._depth -= 1
                 self.conn.execute(f"RELEASE {name}")
 
-    @property
-    def in_transaction(self) -> bool:
-        return self._depth > 0
-
     def execute(self, sql: str, params: Any = ()) -> Any:
         with self._lock:
             return self.conn.execute(sql, params)

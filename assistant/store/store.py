@@ -285,9 +285,6 @@ class Store:
             self.index[level].remove([nid])
         return list(levels)
 
-    def reparent(self, child_ids: list[int], parent_id: int) -> None:
-        self.db.executemany("UPDATE nodes SET parent_id = ? WHERE id = ?", [(parent_id, c) for c in child_ids])
-
     def touch(self, node_ids: Iterable[int], when: float) -> None:
         """Count a use of these nodes (the f and dt of Eq. 1)."""
         self.db.executemany(
