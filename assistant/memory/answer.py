@@ -81,8 +81,10 @@ def build_prompt(question: str, retrieval: Retrieval, tokenizer: Tokenizer, max_
         lines += [f"- {annotate(a.text, a.start_time or start)}" for a in path.amus]
         lines += [f"  {cite(ev)}" for ev in path.sources]
         path_texts.append("\n".join(lines))
-    pending = [cite(_evidence(u)) for b in retrieval.pending for u in b.utterances]
-    short_term = [cite(_evidence(u)) for u in retrieval.short_term]
+    # A line already quoted under a path is not repeated in the buffers: tokens are the scarce thing.
+    quoted = {ev.utterance_id for ev in numbered}
+    pending = [cite(_evidence(u)) for b in retrieval.pending for u in b.utterances if u.id not in quoted]
+    short_term = [cite(_evidence(u)) for u in retrieval.short_term if u.id not in quoted]
 
     def render(paths: list[str], short: list[str], pend: list[str]) -> str:
         parts = [

@@ -194,7 +194,7 @@ class Memory:
             return paths
         sources = self.store.sources([p.event.id for p in paths] + [a.id for p in paths for a in p.amus])
         out = []
-        for p in paths:
+        for rank, p in enumerate(paths):
             # Units' own sources first: they are the utterances the chosen facts came from.
             ordered = {e.utterance_id: e for a in p.amus for e in sources.get(a.id, [])}
             candidates = [e for e in sources.get(p.event.id, []) if e.utterance_id not in ordered]
@@ -204,7 +204,9 @@ class Memory:
             )
             for e in candidates:
                 ordered.setdefault(e.utterance_id, e)
-            chosen = sorted(list(ordered.values())[:per_event], key=lambda e: (e.time, e.utterance_id))
+            # The best path quotes one line more: it is the likeliest home of the answer.
+            take = per_event + (1 if rank == 0 else 0)
+            chosen = sorted(list(ordered.values())[:take], key=lambda e: (e.time, e.utterance_id))
             out.append(RetrievedPath(p.scene, p.event, p.amus, p.score, tuple(chosen)))
         return out
 
