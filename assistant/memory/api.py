@@ -193,12 +193,12 @@ class Memory:
         if per_event == 0 or not paths:
             return paths
         sources = self.store.sources([p.event.id for p in paths] + [a.id for p in paths for a in p.amus])
+        vectors = self.store.utterance_vectors([e.utterance_id for p in paths for e in sources.get(p.event.id, [])])
         out = []
         for rank, p in enumerate(paths):
             # Units' own sources first: they are the utterances the chosen facts came from.
             ordered = {e.utterance_id: e for a in p.amus for e in sources.get(a.id, [])}
             candidates = [e for e in sources.get(p.event.id, []) if e.utterance_id not in ordered]
-            vectors = self.store.utterance_vectors([e.utterance_id for e in candidates])
             candidates.sort(
                 key=lambda e: -float(vectors[e.utterance_id] @ query_vector) if e.utterance_id in vectors else 0.0
             )
