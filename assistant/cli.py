@@ -9,21 +9,19 @@ import logging
 import sys
 import tempfile
 import textwrap
-from collections.abc import Callable
-from functools import wraps
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 
 from . import locations
+from .bench.commands import bench
+from .bench.stats import percentile
 from .config import Settings, load_settings
 from .errors import AssistantError, InputError
 from .memory.api import Memory, TreeNode
 from .memory.records import Answer
 from .transcripts import read_conversations
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 DEMO_QUESTIONS = (
     "When is the Lisbon trip?",
@@ -34,16 +32,15 @@ DEMO_QUESTIONS = (
 )
 
 
-def _errors(fn: F) -> F:
-    @wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+class _Group(click.Group):
+    """Every `AssistantError` from any subcommand becomes one clean line on stderr and its exit code."""
+
+    def invoke(self, ctx: click.Context) -> Any:
         try:
-            return fn(*args, **kwargs)
+            return super().invoke(ctx)
         except AssistantError as exc:
             click.secho(f"error: {exc}", fg="red", err=True)
             sys.exit(exc.exit_code)
-
-    return wrapper  # type: ignore[return-value]
 
 
 def _settings(ctx: click.Context, **overrides: Any) -> Settings:
@@ -54,7 +51,7 @@ def _open(ctx: click.Context) -> Memory:
     return Memory(_settings(ctx))
 
 
-@click.group()
+@click.group(cls=_Group)
 @click.option(
     "--config",
     "config",
@@ -104,7 +101,6 @@ def _ask(memory: Memory, question: str) -> Answer:
 )
 @click.option("--timings", is_flag=True, help="Also print retrieval and answer latency and the context size.")
 @click.pass_context
-@_errors
 def ask(ctx: click.Context, question: str | None, questions_file: Path | None, timings: bool) -> None:
     """Ask the memory a question; the answer streams, then its evidence."""
     if questions_file is not None:
@@ -134,17 +130,13 @@ def ask(ctx: click.Context, question: str | None, questions_file: Path | None, t
 
 
 def _latency_summary(answers: list[Answer]) -> str:
-    def pct(values: list[float], q: float) -> float:
-        ordered = sorted(values)
-        return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
     r = [a.retrieval_ms for a in answers]
     t = [a.retrieval_ms + a.answer_ms for a in answers]
     c = [float(a.context_tokens) for a in answers]
     return (
-        f"{len(answers)} questions: retrieval median {pct(r, 0.5):.1f} ms (p95 {pct(r, 0.95):.1f}); "
-        f"retrieval + answer median {pct(t, 0.5) / 1000:.2f} s (p95 {pct(t, 0.95) / 1000:.2f}); "
-        f"context median {pct(c, 0.5):.0f} tokens"
+        f"{len(answers)} questions: retrieval median {percentile(r, 0.5):.1f} ms (p95 {percentile(r, 0.95):.1f}); "
+        f"retrieval + answer median {percentile(t, 0.5) / 1000:.2f} s (p95 {percentile(t, 0.95) / 1000:.2f}); "
+        f"context median {percentile(c, 0.5):.0f} tokens"
     )
 
 
@@ -153,7 +145,6 @@ def _latency_summary(answers: list[Answer]) -> str:
 @click.option("--no-flush", is_flag=True, help="Leave the last utterances in the short-term buffer.")
 @click.option("--only", "only", multiple=True, help="Only these conversations of a LoCoMo file (sample_id).")
 @click.pass_context
-@_errors
 def ingest(ctx: click.Context, file: Path, no_flush: bool, only: tuple[str, ...]) -> None:
     """Remember a conversation from FILE: JSON Lines of {speaker, text, time}, or LoCoMo JSON."""
     conversations = read_conversations(file)
@@ -199,7 +190,6 @@ def _print_tree(nodes: list[TreeNode], depth: int = 0) -> None:
 
 @main.command()
 @click.pass_context
-@_errors
 def memory(ctx: click.Context) -> None:
     """Show the memory tree (scene > event > unit) with utility, tokens and the budget."""
     with _open(ctx) as mem:
@@ -210,7 +200,6 @@ def memory(ctx: click.Context) -> None:
 @main.command()
 @click.argument("node_id", type=int)
 @click.pass_context
-@_errors
 def delete(ctx: click.Context, node_id: int) -> None:
     """Delete memory node NODE_ID and everything under it."""
     with _open(ctx) as mem:
@@ -226,7 +215,6 @@ def delete(ctx: click.Context, node_id: int) -> None:
     help="Keep the demo's memory in this directory instead of a temporary one.",
 )
 @click.pass_context
-@_errors
 def demo(ctx: click.Context, keep: Path | None) -> None:
     """Remember a short bundled conversation, then answer questions about it with evidence."""
     sample = Path(__file__).parent / "data" / "sample_conversation.jsonl"
@@ -256,7 +244,6 @@ def models() -> None:
 @models.command("install")
 @click.argument("names", nargs=-1)
 @click.pass_context
-@_errors
 def models_install(ctx: click.Context, names: tuple[str, ...]) -> None:
     """Install the configured models (or NAMES from models/manifest.yaml) and verify their checksums."""
     from . import models as registry
@@ -270,7 +257,6 @@ def models_install(ctx: click.Context, names: tuple[str, ...]) -> None:
 @models.command("status")
 @click.option("--verify", is_flag=True, help="Recompute checksums (slow for large files).")
 @click.pass_context
-@_errors
 def models_status(ctx: click.Context, verify: bool) -> None:
     """Say which models are present, missing or corrupt."""
     from . import models as registry
@@ -278,9 +264,11 @@ def models_status(ctx: click.Context, verify: bool) -> None:
     click.echo(registry.format_status(registry.status(_settings(ctx), verify=verify)))
 
 
+main.add_command(bench)
+
+
 @main.command()
 @click.pass_context
-@_errors
 def paths(ctx: click.Context) -> None:
     """Print where configuration, data and models live."""
     s = _settings(ctx)

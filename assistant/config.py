@@ -134,12 +134,62 @@ class MemoryOptions:
 
 
 @dataclass(frozen=True)
+class AudioOptions:
+    device: str | None
+    block_ms: int = _range(10, 1000)
+
+
+@dataclass(frozen=True)
+class VadOptions:
+    frame_ms: int = _range(10, 30)
+    aggressiveness: int = _range(0, 3)
+    pre_roll_ms: int = _range(0, 5000)
+    hangover_ms: int = _range(0, 10000)
+    min_segment_ms: int = _range(0, 60000)
+    max_segment_ms: int = _range(1000, 600000)
+    silero: bool
+    silero_threshold: float = _range(0.0, 1.0)
+
+
+@dataclass(frozen=True)
+class SttOptions:
+    device: str = _range(choices=("auto", "cpu", "cuda"))
+    compute_type: str
+    beam_size: int = _range(1, 20)
+    language: str | None
+    no_speech_threshold: float = _range(0.0, 1.0)
+    log_prob_threshold: float = _range(-100.0, 0.0)
+    compression_ratio_threshold: float = _range(1.0, 100.0)
+    max_repeats: int = _range(2, 100)
+
+
+@dataclass(frozen=True)
+class DiarizationOptions:
+    match_threshold: float = _range(-1.0, 1.0)
+    margin: float = _range(0.0, 2.0)
+    min_new_speaker_seconds: float = _range(0.0, 60.0)
+    centroid_weight: float = _range(0.0, 1.0)
+
+
+@dataclass(frozen=True)
+class BenchOptions:
+    locomo_data: str | None
+    rag_k: int = _range(1, 1000)
+    scale_queries: int = _range(1, 100_000)
+
+
+@dataclass(frozen=True)
 class Settings:
     paths: PathsOptions
     models: ModelsOptions
     llm: LLMOptions
     embedder: EmbedderOptions
     memory: MemoryOptions
+    audio: AudioOptions
+    vad: VadOptions
+    stt: SttOptions
+    diarization: DiarizationOptions
+    bench: BenchOptions
 
     @property
     def data_dir(self) -> Path:
@@ -329,6 +379,13 @@ def load_settings(
 def _check_relations(s: Settings, source: Path) -> None:
     """Constraints between knobs that no single value can express; `source` is the layer that broke one."""
     m = s.memory
+    if s.vad.frame_ms not in (10, 20, 30):
+        raise ConfigError(f"{source}: vad.frame_ms must be 10, 20 or 30 (what webrtcvad accepts); got {s.vad.frame_ms}")
+    if s.vad.min_segment_ms >= s.vad.max_segment_ms:
+        raise ConfigError(
+            f"{source}: vad.min_segment_ms ({s.vad.min_segment_ms}) must be below vad.max_segment_ms "
+            f"({s.vad.max_segment_ms})"
+        )
     if m.stsb.min_block > m.stsb.capacity:
         raise ConfigError(
             f"{source}: memory.stsb.min_block ({m.stsb.min_block}) cannot exceed "

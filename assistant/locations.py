@@ -42,3 +42,8 @@ def bundled(name: str) -> Path:
     if packaged.exists():
         return packaged
     return Path(__file__).resolve().parent.parent / name
+
+
+def project_root() -> Path:
+    """The directory above the package: the checkout in an editable install (benchmarks look for data there)."""
+    return Path(__file__).resolve().parent.parent

@@ -57,8 +57,26 @@ class Prompt:
     context_tokens: int
 
 
-def _evidence(u: Utterance) -> Evidence:
+def as_evidence(u: Utterance) -> Evidence:
     return Evidence(utterance_id=u.id or 0, speaker=u.speaker, time=u.time, text=u.text)
+
+
+def frame(context: str, question: str) -> list[dict[str, str]]:
+    """The messages around a context: the same frame for the memory and every benchmark baseline.
+
+    The context comes before the question so that questions asked of one context share a
+    prompt prefix, which llama.cpp evaluates once.
+    """
+    user = (
+        f"{INSTRUCTIONS}\n{context}\nQuestion: {question}\n"
+        "(If the memory above does not contain the answer, reply exactly: I don't know.)\n"
+        "Answer (provide key points directly, no introductory phrases):"
+    )
+    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
+
+
+def cite_line(number: int, ev: Evidence) -> str:
+    return f"[{number}] [{when(ev.time)}] {ev.speaker}: {annotate(ev.text, ev.time)}"
 
 
 def build_prompt(question: str, retrieval: Retrieval, tokenizer: Tokenizer, max_context_tokens: int) -> Prompt:
@@ -70,7 +88,7 @@ def build_prompt(question: str, retrieval: Retrieval, tokenizer: Tokenizer, max_
 
     def cite(ev: Evidence) -> str:
         numbered.append(ev)
-        return f"[{len(numbered)}] [{when(ev.time)}] {ev.speaker}: {annotate(ev.text, ev.time)}"
+        return cite_line(len(numbered), ev)
 
     path_texts: list[str] = []
     for path in retrieval.paths:
@@ -83,8 +101,8 @@ def build_prompt(question: str, retrieval: Retrieval, tokenizer: Tokenizer, max_
         path_texts.append("\n".join(lines))
     # A line already quoted under a path is not repeated in the buffers: tokens are the scarce thing.
     quoted = {ev.utterance_id for ev in numbered}
-    pending = [cite(_evidence(u)) for b in retrieval.pending for u in b.utterances if u.id not in quoted]
-    short_term = [cite(_evidence(u)) for u in retrieval.short_term if u.id not in quoted]
+    pending = [cite(as_evidence(u)) for b in retrieval.pending for u in b.utterances if u.id not in quoted]
+    short_term = [cite(as_evidence(u)) for u in retrieval.short_term if u.id not in quoted]
 
     def render(paths: list[str], short: list[str], pend: list[str]) -> str:
         parts = [
@@ -110,14 +128,7 @@ def build_prompt(question: str, retrieval: Retrieval, tokenizer: Tokenizer, max_
         context = render(path_texts, short_term, pending)
     # What was trimmed away cannot be cited.
     sources = {n: ev for n, ev in enumerate(numbered, start=1) if f"[{n}] " in context}
-    user = (
-        f"{INSTRUCTIONS}\n{context}\nQuestion: {question}\n"
-        "(If the memory above does not contain the answer, reply exactly: I don't know.)\n"
-        "Answer (provide key points directly, no introductory phrases):"
-    )
-    return Prompt(
-        messages=[{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}],
-        sources=sources,
+    return Prompt(messages=frame(context, question), sources=sources,
         context_tokens=tokenizer.count(context),
     )
 

@@ -238,6 +238,7 @@ class Memory:
             (t1 - t0) * 1000,
             (_time.perf_counter() - t1) * 1000,
             retrieval,
+            tuple(prompt.sources.values()),
         )
 
     def ask(self, question: str) -> Answer:

@@ -19,7 +19,7 @@ import numpy as np
 from ..config import MemoryOptions
 from ..embed import Embedder
 from ..errors import InputError
-from ..llm import Tokenizer
+from ..llm import Tokenizer, Usage
 from ..store.store import Store
 from .budget import BudgetReport, enforce_budget
 from .distill import AmuCandidate, Distillation, Distiller
@@ -110,6 +110,12 @@ class ProStream:
         vectors = self.store.utterance_vectors([u.id for u in last if u.id is not None])
         prev = vectors.get(last[0].id) if last else None
         return SensingBuffer(self.options.stsb, buffer, context, prev)
+
+    @property
+    def llm_usage(self) -> Usage | None:
+        """What distillation has asked of its LLM so far; None before the first block or without an LLM."""
+        d = self._distiller
+        return d.llm.usage if d is not None and d.llm is not None else None
 
     @property
     def distiller(self) -> Distiller:

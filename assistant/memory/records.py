@@ -143,3 +143,6 @@ class Answer:
     retrieval_ms: float = 0.0
     answer_ms: float = 0.0
     retrieval: Retrieval | None = field(default=None, repr=False)
+    # Every utterance quoted in the context the model read, cited or not (the benchmark's
+    # evidence recall is measured on these).
+    context: tuple[Evidence, ...] = field(default=(), repr=False)

@@ -1,0 +1,1 @@
+"""Benchmarks: the streaming LoCoMo evaluation with its baselines, and the synthetic scale run."""

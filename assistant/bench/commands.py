@@ -1,0 +1,163 @@
+"""`assistant bench ...`: the benchmarks behind every speed, memory and quality claim in BENCHMARKS.md."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..config import load_settings
+from ..errors import InputError
+from .systems import SYSTEMS
+
+
+def _write(path: Path | None, text: str) -> None:
+    if path is None:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot write the results: {exc.strerror}") from None
+    click.echo(f"wrote {path}")
+
+
+def _csv(value: str | None) -> list[str]:
+    return [v.strip() for v in (value or "").split(",") if v.strip()]
+
+
+@click.group()
+def bench() -> None:
+    """Measure recall quality, latency and boundedness."""
+
+
+@bench.command("locomo")
+@click.option("--data", type=click.Path(path_type=Path), default=None, help="A LoCoMo-format JSON file.")
+@click.option(
+    "--systems", default=",".join(SYSTEMS), show_default=True, help=f"Comma-separated; from {', '.join(SYSTEMS)}."
+)
+@click.option("--conversations", default=None, help="Comma-separated sample ids (default: all).")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="Questions per conversation.")
+@click.option("--categories", default=None, help="Comma-separated LoCoMo categories 1-5 (default: all).")
+@click.option("--delay", type=click.IntRange(min=0), default=0, show_default=True, help="Probe N sessions later.")
+@click.option("--llm", "llm", default=None, help="The model that answers, for every system (default: models.llm).")
+@click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), default=None)
+@click.option("--markdown", "md_out", type=click.Path(dir_okay=False, path_type=Path), default=None)
+@click.option("--work-dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Keep the memories.")
+@click.pass_context
+def locomo(
+    ctx: click.Context,
+    data: Path | None,
+    systems: str,
+    conversations: str | None,
+    limit: int | None,
+    categories: str | None,
+    delay: int,
+    llm: str | None,
+    json_out: Path | None,
+    md_out: Path | None,
+    work_dir: Path | None,
+) -> None:
+    """Stream LoCoMo conversations into each system; ask each question after its evidence and at the end."""
+    from .locomo import count_steps, default_data, run_locomo
+    from .report import locomo_json, locomo_markdown
+
+    settings = load_settings(ctx.obj["config"])
+    path = data or default_data(settings)
+    if path is None:
+        raise InputError(f"no LoCoMo file at bench.locomo_data ({settings.bench.locomo_data}); pass --data FILE")
+    names = _csv(systems)
+    try:
+        cats = [int(c) for c in _csv(categories)]
+    except ValueError:
+        raise InputError(f"--categories takes numbers 1-5, got {categories!r}") from None
+    if any(c not in range(1, 6) for c in cats):
+        raise InputError(f"--categories takes numbers 1-5, got {categories!r}")
+    convs = _csv(conversations)
+    total = count_steps(path, convs, limit, cats, delay)
+    with click.progressbar(length=total, label="locomo", show_eta=True, show_pos=True, file=None) as bar:
+
+        def progress(steps: int, label: str) -> None:
+            bar.label = label
+            bar.update(steps)
+
+        run = run_locomo(
+            settings,
+            path,
+            systems=names,
+            conversations=convs,
+            limit=limit,
+            categories=cats,
+            delay=delay,
+            answer_llm=llm,
+            work_dir=work_dir,
+            progress=progress,
+        )
+    report: dict[str, Any] = locomo_json(run)
+    markdown = locomo_markdown(report)
+    click.echo(markdown)
+    _write(json_out, json.dumps(report, indent=1))
+    _write(md_out, markdown)
+
+
+@bench.command("scale")
+@click.option(
+    "--sizes", default="1000,10000,100000", show_default=True, help="Comma-separated stream sizes (checkpoints)."
+)
+@click.option(
+    "--distill",
+    "mode",
+    type=click.Choice(["extractive", "llm"]),
+    default="extractive",
+    show_default=True,
+    help="extractive skips the LLM in distillation so large sizes finish on a CPU.",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the synthetic conversation.")
+@click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), default=None)
+@click.option("--markdown", "md_out", type=click.Path(dir_okay=False, path_type=Path), default=None)
+@click.option(
+    "--work-dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Keep the memory (empty dir)."
+)
+@click.pass_context
+def scale(
+    ctx: click.Context,
+    sizes: str,
+    mode: str,
+    seed: int,
+    json_out: Path | None,
+    md_out: Path | None,
+    work_dir: Path | None,
+) -> None:
+    """Stream a synthetic conversation and show whether per-step cost stays flat as it grows."""
+    from .scale import run_scale, scale_json, scale_markdown
+
+    settings = load_settings(ctx.obj["config"])
+    try:
+        counts = [int(s) for s in _csv(sizes)]
+    except ValueError:
+        raise InputError(f"--sizes takes whole numbers like 1000,10000; got {sizes!r}") from None
+    with click.progressbar(length=max(counts, default=0), label=f"scale ({mode})", show_eta=True) as bar:
+        done = 0
+
+        def progress(now: int, total: int) -> None:
+            nonlocal done
+            bar.update(now - done)
+            done = now
+
+        result = run_scale(
+            settings,
+            counts,
+            distill_mode=mode,
+            queries=settings.bench.scale_queries,
+            seed=seed,
+            progress=progress,
+            data_dir=work_dir,
+        )
+    markdown = scale_markdown(result)
+    click.echo(markdown)
+    _write(json_out, json.dumps(scale_json(result), indent=1))
+    _write(md_out, markdown)

@@ -1,0 +1,346 @@
+"""The streaming LoCoMo benchmark (DESIGN.md §8): every system hears the same stream, one utterance at a
+time, and is asked each question once its evidence has streamed past, and again at the end.
+
+A question is probed at the end of the session that holds its last evidence turn (or `delay`
+sessions later): questions come after a conversation, not in the middle of a sentence, and all
+questions probed at one point see the same state, so a baseline whose context does not depend on
+the question (full, recent) has it read once by llama.cpp and reused from its prompt cache.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from .. import locations
+from ..config import Settings
+from ..embed import load_embedder
+from ..errors import InputError
+from ..llm import load_llm, load_tokenizer
+from ..models import resolve
+from ..transcripts import Conversation, Question, read_conversations
+from .host import Machine, machine
+from .metrics import score_answer
+from .systems import SYSTEMS, Answerer, Environment, FormationCost, System
+
+log = logging.getLogger(__name__)
+
+_DIA_ID = re.compile(r"D(\d+):(\d+)")
+PROBES = ("evidence", "end")
+
+
+@dataclass(frozen=True)
+class Probe:
+    conversation: str
+    number: int  # the question's index in the conversation's qa list
+    question: Question
+    evidence: frozenset[int]  # stream positions of the gold evidence turns
+    unresolved: tuple[str, ...]  # evidence ids the stream does not hold (LoCoMo has a few typos)
+    at: int  # ask right after the utterance at this stream position
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    system: str
+    conversation: str
+    number: int
+    category: int
+    probe: str
+    question: str
+    gold: str
+    prediction: str
+    f1: float
+    bleu1: float
+    rouge_l: float
+    # Shares of the gold evidence turns; None when the question names none the stream holds.
+    formation: float | None
+    evidence_recall: float | None
+    context_tokens: int
+    retrieval_ms: float
+    answer_ms: float
+
+
+@dataclass(frozen=True)
+class MemorySample:
+    position: int
+    memory_tokens: int
+    database_bytes: int
+
+
+@dataclass
+class SystemTotals:
+    """One system's cost over one conversation."""
+
+    utterances: int = 0
+    ingest_ms: list[float] = field(default_factory=list)
+    end_of_stream_ms: float = 0.0
+    memory_tokens: int = 0
+    database_bytes: int = 0
+    formation: FormationCost = field(default_factory=FormationCost)
+    samples: list[MemorySample] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ConversationRun:
+    name: str
+    utterances: int
+    questions: int
+    totals: dict[str, SystemTotals]
+
+
+@dataclass(frozen=True)
+class LocomoRun:
+    data: str
+    systems: tuple[str, ...]
+    answer_llm: str
+    distill_llm: str
+    distill_mode: str
+    delay: int
+    limit: int | None
+    categories: tuple[int, ...]
+    seconds: float
+    conversations: tuple[ConversationRun, ...]
+    results: tuple[ProbeResult, ...]
+    descriptions: dict[str, str]
+    machine: Machine
+
+
+def default_data(settings: Settings) -> Path | None:
+    """The configured LoCoMo file, tried against the working directory, then the project checkout."""
+    if not settings.bench.locomo_data:
+        return None
+    configured = Path(settings.bench.locomo_data).expanduser()
+    candidates = [configured] if configured.is_absolute() else [Path.cwd() / configured]
+    if not configured.is_absolute():
+        candidates.append(locations.project_root() / configured)
+    return next((c for c in candidates if c.is_file()), None)
+
+
+def _session(ref: str | None) -> int | None:
+    m = _DIA_ID.fullmatch(ref or "")
+    return int(m.group(1)) if m else None
+
+
+def plan_probes(
+    conv: Conversation, *, delay: int = 0, categories: Sequence[int] = (), limit: int | None = None
+) -> list[Probe]:
+    positions = {ref: i for i, ref in enumerate(conv.refs) if ref}
+    session_end: dict[int, int] = {}
+    for i, ref in enumerate(conv.refs):
+        s = _session(ref)
+        if s is not None:
+            session_end[s] = i
+    last = len(conv.utterances) - 1
+    probes: list[Probe] = []
+    for number, q in enumerate(conv.questions):
+        if categories and q.category not in categories:
+            continue
+        ids = [f"D{a}:{b}" for e in q.evidence for a, b in _DIA_ID.findall(e)]
+        found = frozenset(positions[i] for i in ids if i in positions)
+        unresolved = tuple(i for i in ids if i not in positions)
+        if found:
+            s = _session(conv.refs[max(found)])
+            later = [k for k in sorted(session_end) if s is not None and k >= s]
+            at = session_end[later[delay]] if s is not None and delay < len(later) else last
+            at = max(at, max(found))
+        else:
+            at = last
+        probes.append(Probe(conv.name, number, q, found, unresolved, at))
+        if limit is not None and len(probes) >= limit:
+            break
+    return probes
+
+
+def _share(part: frozenset[int] | set[int], whole: frozenset[int]) -> float | None:
+    return len(whole & part) / len(whole) if whole else None
+
+
+class _Answering:
+    """Load the answering model once per run; every system shares it."""
+
+    def __init__(self, settings: Settings) -> None:
+        source = resolve(settings, "llm")
+        path = str(source.path) if source.path is not None else str(source.hub_id)
+        self.answerer = Answerer(load_llm(path, settings.llm), load_tokenizer(path), settings.memory.answer.max_tokens)
+        emb = resolve(settings, "embedder")
+        emb_source = str(emb.path) if emb.path is not None else str(emb.hub_id)
+        self.embedder = load_embedder(emb_source, settings.embedder.device, settings.embedder.threads)
+
+
+def bench_settings(settings: Settings, answer_llm: str | None) -> Settings:
+    """The answering model may differ from the product's; distillation keeps the model it would use."""
+    models = settings.models
+    distill = models.distill_llm or models.llm
+    return replace(settings, models=replace(models, llm=answer_llm or models.llm, distill_llm=distill))
+
+
+def run_locomo(
+    settings: Settings,
+    data: Path,
+    *,
+    systems: Sequence[str] = tuple(SYSTEMS),
+    conversations: Sequence[str] = (),
+    limit: int | None = None,
+    categories: Sequence[int] = (),
+    delay: int = 0,
+    answer_llm: str | None = None,
+    work_dir: Path | None = None,
+    progress: Callable[[int, str], None] | None = None,
+) -> LocomoRun:
+    """Stream every selected conversation into every system and probe each question twice.
+
+    `progress(steps, label)` is called as work is done; `count_steps` says how many there are.
+    """
+    unknown = [s for s in systems if s not in SYSTEMS]
+    if unknown:
+        raise InputError(f"unknown system(s) {', '.join(unknown)}; choose from {', '.join(SYSTEMS)}")
+    if delay < 0:
+        raise InputError(f"--delay must be 0 or more sessions, got {delay}")
+    convs = select_conversations(data, conversations)
+    settings = bench_settings(settings, answer_llm)
+    host = machine()
+    started = time.perf_counter()
+    shared = _Answering(settings)
+    runs: list[ConversationRun] = []
+    results: list[ProbeResult] = []
+    descriptions = {name: SYSTEMS[name].description for name in systems}
+    with tempfile.TemporaryDirectory(prefix="assistant-bench-") as tmp:
+        root = work_dir or Path(tmp)
+        for conv in convs:
+            probes = plan_probes(conv, delay=delay, categories=categories, limit=limit)
+            run, found = _run_conversation(settings, shared, conv, probes, systems, root / conv.name, progress)
+            runs.append(run)
+            results.extend(found)
+    return LocomoRun(
+        data=str(data),
+        systems=tuple(systems),
+        answer_llm=settings.models.llm,
+        distill_llm=settings.models.distill_llm or settings.models.llm,
+        distill_mode=settings.memory.distill.mode,
+        delay=delay,
+        limit=limit,
+        categories=tuple(categories),
+        seconds=time.perf_counter() - started,
+        conversations=tuple(runs),
+        results=tuple(results),
+        descriptions=descriptions,
+        machine=host,
+    )
+
+
+def select_conversations(data: Path, names: Sequence[str]) -> list[Conversation]:
+    convs = [c for c in read_conversations(data) if c.questions]
+    if not convs:
+        raise InputError(f"{data}: no LoCoMo conversations with questions (is it in the published layout?)")
+    if names:
+        known = {c.name for c in convs}
+        missing = [n for n in names if n not in known]
+        if missing:
+            raise InputError(f"{data}: no conversation(s) {', '.join(missing)}; it holds {', '.join(sorted(known))}")
+        convs = [c for c in convs if c.name in names]
+    return convs
+
+
+def count_steps(
+    data: Path, conversations: Sequence[str], limit: int | None, categories: Sequence[int], delay: int
+) -> int:
+    """Progress units: one per utterance streamed, one per question probed (each probe asks every system)."""
+    total = 0
+    for conv in select_conversations(data, conversations):
+        probes = plan_probes(conv, delay=delay, categories=categories, limit=limit)
+        total += len(conv.utterances) + 2 * len(probes)
+    return total
+
+
+def _run_conversation(
+    settings: Settings,
+    shared: _Answering,
+    conv: Conversation,
+    probes: list[Probe],
+    names: Sequence[str],
+    work_dir: Path,
+    progress: Callable[[int, str], None] | None,
+) -> tuple[ConversationRun, list[ProbeResult]]:
+    systems: dict[str, System] = {}
+    totals = {name: SystemTotals() for name in names}
+    results: list[ProbeResult] = []
+    by_point: dict[int, list[Probe]] = {}
+    for p in probes:
+        by_point.setdefault(p.at, []).append(p)
+    session_ends = {i for i, ref in enumerate(conv.refs) if _session(ref) != _session(_next(conv.refs, i))}
+    try:
+        for name in names:
+            (work_dir / name).mkdir(parents=True, exist_ok=True)
+            env = Environment(settings, shared.embedder, shared.answerer, work_dir / name)
+            systems[name] = SYSTEMS[name](env)
+
+        def ask(point: list[Probe], probe_kind: str) -> None:
+            # Systems outer, questions inner: a context that does not depend on the question is read once.
+            for name, system in systems.items():
+                held = system.remembered()
+                for p in point:
+                    results.append(_probe(system, name, p, probe_kind, held))
+            if progress:
+                progress(len(point), f"{conv.name}: {probe_kind} probes")
+
+        for pos, u in enumerate(conv.utterances):
+            for name, system in systems.items():
+                t0 = time.perf_counter()
+                system.add(pos, u)
+                totals[name].ingest_ms.append((time.perf_counter() - t0) * 1000)
+                totals[name].utterances += 1
+            if pos in session_ends:
+                for name, system in systems.items():
+                    totals[name].samples.append(MemorySample(pos, system.memory_tokens(), system.database_bytes()))
+            if progress:
+                progress(1, f"{conv.name}: streaming")
+            if pos in by_point:
+                ask(by_point[pos], "evidence")
+        for name, system in systems.items():
+            t0 = time.perf_counter()
+            system.end_of_stream()
+            totals[name].end_of_stream_ms = (time.perf_counter() - t0) * 1000
+        if probes:
+            ask(probes, "end")
+        for name, system in systems.items():
+            t = totals[name]
+            t.memory_tokens = system.memory_tokens()
+            t.database_bytes = system.database_bytes()
+            t.formation = system.formation_cost()
+    finally:
+        for system in systems.values():
+            system.close()
+    return ConversationRun(conv.name, len(conv.utterances), len(probes), totals), results
+
+
+def _next(refs: tuple[str | None, ...], i: int) -> str | None:
+    return refs[i + 1] if i + 1 < len(refs) else None
+
+
+def _probe(system: System, name: str, p: Probe, kind: str, held: set[int]) -> ProbeResult:
+    reply = system.ask(p.question.question)
+    score = score_answer(reply.text, p.question.answer, p.question.category)
+    log.debug("%s %s #%d: %r -> %r (f1 %.2f)", name, kind, p.number, p.question.question, reply.text, score.f1)
+    return ProbeResult(
+        system=name,
+        conversation=p.conversation,
+        number=p.number,
+        category=p.question.category,
+        probe=kind,
+        question=p.question.question,
+        gold=p.question.answer,
+        prediction=reply.text,
+        f1=score.f1,
+        bleu1=score.bleu1,
+        rouge_l=score.rouge_l,
+        formation=_share(held, p.evidence),
+        evidence_recall=_share(reply.context, p.evidence),
+        context_tokens=reply.context_tokens,
+        retrieval_ms=reply.retrieval_ms,
+        answer_ms=reply.answer_ms,
+    )

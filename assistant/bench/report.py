@@ -1,0 +1,220 @@
+"""Aggregate a LoCoMo run into the JSON and Markdown that BENCHMARKS.md documents.
+
+JSON layout (`format: assistant-bench-locomo/1`):
+  meta:     data, systems, answer_llm, distill_llm, distill_mode, delay, limit, categories,
+            seconds, date, machine, conversations [{name, utterances, questions}]
+  systems:  {name: {description, f1, bleu1, rouge_l, formation, evidence_recall, context_tokens,
+            (over categories 1-4, at the evidence probe), f1_adversarial (category 5),
+            at_end {same keys, at the end-of-stream probe}, by_category {probe: {category: {n, ...}}},
+            retrieval_ms_p50/p95, answer_ms_p50/p95, ingest_ms_per_utterance (all ingest time, the
+            end-of-stream flush included, over utterances), ingest_ms_p50/p95 (one add() each),
+            memory_tokens, database_bytes (means over conversations at the end), llm_calls,
+            llm_prompt_tokens, llm_completion_tokens (memory formation, summed), failures,
+            management [{conversation, position, memory_tokens, database_bytes}]}}
+  questions: one object per (system, probe, question) with the prediction and every metric.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import asdict
+from typing import Any
+
+from .locomo import PROBES, LocomoRun, ProbeResult
+from .stats import percentile
+
+CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+ANSWERED = (1, 2, 3, 4)  # what most publications report; 5 is scored apart
+
+
+def _mean(values: list[float]) -> float | None:
+    return statistics.fmean(values) if values else None
+
+
+def _quality(results: list[ProbeResult]) -> dict[str, Any]:
+    answered = [r for r in results if r.category in ANSWERED]
+    return {
+        "n": len(answered),
+        "f1": _mean([r.f1 for r in answered]),
+        "bleu1": _mean([r.bleu1 for r in answered]),
+        "rouge_l": _mean([r.rouge_l for r in answered]),
+        "formation": _mean([r.formation for r in answered if r.formation is not None]),
+        "evidence_recall": _mean([r.evidence_recall for r in answered if r.evidence_recall is not None]),
+        "context_tokens": _mean([float(r.context_tokens) for r in answered]),
+        "f1_adversarial": _mean([r.f1 for r in results if r.category == 5]),
+    }
+
+
+def _by_category(results: list[ProbeResult]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for cat in sorted({r.category for r in results}):
+        rows = [r for r in results if r.category == cat]
+        out[str(cat)] = {
+            "name": CATEGORY_NAMES.get(cat, str(cat)),
+            "n": len(rows),
+            "f1": _mean([r.f1 for r in rows]),
+            "bleu1": _mean([r.bleu1 for r in rows]),
+            "rouge_l": _mean([r.rouge_l for r in rows]),
+            "formation": _mean([r.formation for r in rows if r.formation is not None]),
+            "evidence_recall": _mean([r.evidence_recall for r in rows if r.evidence_recall is not None]),
+        }
+    return out
+
+
+def _failures(results: list[ProbeResult]) -> dict[str, int]:
+    """Why answers to categories 1-4 scored below 0.5: the stage where the evidence was lost."""
+    out = {"not_formed": 0, "not_retrieved": 0, "not_used": 0, "no_evidence_ids": 0}
+    for r in results:
+        if r.category not in ANSWERED or r.f1 >= 0.5:
+            continue
+        if r.formation is None:
+            out["no_evidence_ids"] += 1
+        elif r.formation < 1.0 and not r.evidence_recall:
+            out["not_formed"] += 1
+        elif not r.evidence_recall:
+            out["not_retrieved"] += 1
+        else:
+            out["not_used"] += 1
+    return out
+
+
+def summarize(run: LocomoRun) -> dict[str, Any]:
+    systems: dict[str, Any] = {}
+    for name in run.systems:
+        rows = [r for r in run.results if r.system == name]
+        at = {kind: [r for r in rows if r.probe == kind] for kind in PROBES}
+        totals = [c.totals[name] for c in run.conversations]
+        steps = [ms for t in totals for ms in t.ingest_ms]
+        utterances = sum(t.utterances for t in totals)
+        all_ingest = sum(steps) + sum(t.end_of_stream_ms for t in totals)
+        evidence = _quality(at["evidence"])
+        systems[name] = {
+            "description": run.descriptions.get(name, ""),
+            **{k: v for k, v in evidence.items() if k != "n"},
+            "questions": evidence["n"],
+            "at_end": _quality(at["end"]),
+            "by_category": {kind: _by_category(at[kind]) for kind in PROBES},
+            "retrieval_ms_p50": percentile([r.retrieval_ms for r in rows], 0.5),
+            "retrieval_ms_p95": percentile([r.retrieval_ms for r in rows], 0.95),
+            "answer_ms_p50": percentile([r.answer_ms for r in rows], 0.5),
+            "answer_ms_p95": percentile([r.answer_ms for r in rows], 0.95),
+            "ingest_ms_per_utterance": all_ingest / utterances if utterances else 0.0,
+            "ingest_ms_p50": percentile(steps, 0.5),
+            "ingest_ms_p95": percentile(steps, 0.95),
+            "memory_tokens": _mean([float(t.memory_tokens) for t in totals]),
+            "database_bytes": _mean([float(t.database_bytes) for t in totals]),
+            "llm_calls": sum(t.formation.llm_calls for t in totals),
+            "llm_prompt_tokens": sum(t.formation.prompt_tokens for t in totals),
+            "llm_completion_tokens": sum(t.formation.completion_tokens for t in totals),
+            "failures": {kind: _failures(at[kind]) for kind in PROBES},
+            "management": [
+                {"conversation": c.name, **asdict(s)} for c in run.conversations for s in c.totals[name].samples
+            ],
+        }
+    return systems
+
+
+def locomo_json(run: LocomoRun) -> dict[str, Any]:
+    host = run.machine
+    return {
+        "format": "assistant-bench-locomo/1",
+        "meta": {
+            "data": run.data,
+            "systems": list(run.systems),
+            "answer_llm": run.answer_llm,
+            "distill_llm": run.distill_llm,
+            "distill_mode": run.distill_mode,
+            "delay": run.delay,
+            "limit": run.limit,
+            "categories": list(run.categories),
+            "seconds": run.seconds,
+            "date": host.date,
+            "machine": host.describe(),
+            "conversations": [
+                {"name": c.name, "utterances": c.utterances, "questions": c.questions} for c in run.conversations
+            ],
+        },
+        "systems": summarize(run),
+        "questions": [asdict(r) for r in run.results],
+    }
+
+
+def _f(value: float | None, digits: int = 3) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def locomo_markdown(report: dict[str, Any]) -> str:
+    meta, systems = report["meta"], report["systems"]
+    convs = ", ".join(
+        f"{c['name']} ({c['utterances']} turns, {c['questions']} questions)" for c in meta["conversations"]
+    )
+    formation = (
+        f"`llm` distillation with `{meta['distill_llm']}`"
+        if meta["distill_mode"] == "llm"
+        else f"`{meta['distill_mode']}` (no LLM)"
+    )
+    lines = [
+        f"Data: `{meta['data']}`: {convs}. Answering LLM `{meta['answer_llm']}`; memory formation: {formation}. "
+        f"Probe delay {meta['delay']} session(s). "
+        f"{meta['machine']}; {meta['date']}; {meta['seconds'] / 60:.1f} min.",
+        "",
+    ]
+    for kind, title in (("evidence", "after the evidence"), ("end", "at the end of the stream")):
+        lines += [
+            f"**Asked {title}** (categories 1-4; adversarial = share of category-5 questions answered "
+            '"not in memory"):',
+            "",
+            "| system | F1 | BLEU-1 | ROUGE-L | formation | evidence recall | context tokens | adversarial |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for name, s in systems.items():
+            q = s if kind == "evidence" else s["at_end"]
+            lines.append(
+                f"| {name} | {_f(q['f1'])} | {_f(q['bleu1'])} | {_f(q['rouge_l'])} | {_f(q['formation'])} | "
+                f"{_f(q['evidence_recall'])} | {_f(q['context_tokens'], 0)} | {_f(q['f1_adversarial'])} |"
+            )
+        lines.append("")
+    cats = sorted({c for s in systems.values() for kind in PROBES for c in s["by_category"][kind]}, key=int)
+    lines += [
+        "**F1 by category** (after the evidence / at the end):",
+        "",
+        "| system | " + " | ".join(f"{CATEGORY_NAMES.get(int(c), c)} ({c})" for c in cats) + " |",
+        "|---|" + "---|" * len(cats),
+    ]
+    for name, s in systems.items():
+        cells = []
+        for c in cats:
+            ev = s["by_category"]["evidence"].get(c, {})
+            end = s["by_category"]["end"].get(c, {})
+            cells.append(f"{_f(ev.get('f1'))} / {_f(end.get('f1'))} (n={ev.get('n', 0)})")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "**Cost** (latencies over every probe; ingest over every utterance; memory at the end, mean per conversation):",
+        "",
+        "| system | retrieval ms p50 / p95 | answer ms p50 / p95 | ingest ms/utt (p50 / p95 per step) | "
+        "formation LLM calls / tokens | memory tokens | database bytes |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, s in systems.items():
+        tokens = s["llm_prompt_tokens"] + s["llm_completion_tokens"]
+        lines.append(
+            f"| {name} | {s['retrieval_ms_p50']:.1f} / {s['retrieval_ms_p95']:.1f} | "
+            f"{s['answer_ms_p50']:.0f} / {s['answer_ms_p95']:.0f} | "
+            f"{s['ingest_ms_per_utterance']:.1f} ({s['ingest_ms_p50']:.1f} / {s['ingest_ms_p95']:.1f}) | "
+            f"{s['llm_calls']:,} / {tokens:,} | {_f(s['memory_tokens'], 0)} | {_f(s['database_bytes'], 0)} |"
+        )
+    lines += [
+        "",
+        "**Where answers below F1 0.5 lost the evidence** (categories 1-4, after the evidence / at the end): "
+        "not formed = the memory no longer held it; not retrieved = held but not in the context; "
+        "not used = in the context, answer still wrong:",
+        "",
+        "| system | not formed | not retrieved | not used | no evidence ids |",
+        "|---|---|---|---|---|",
+    ]
+    for name, s in systems.items():
+        ev, end = s["failures"]["evidence"], s["failures"]["end"]
+        keys = ("not_formed", "not_retrieved", "not_used", "no_evidence_ids")
+        lines.append(f"| {name} | " + " | ".join(f"{ev[k]} / {end[k]}" for k in keys) + " |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,471 @@
+"""`assistant bench scale`: does per-step cost stay flat as the stream grows?
+
+Seed 000 (Appendix A.4) claims that with a hard token budget the tree's node count is bounded
+by T_max / c_min, so the cost of one step (ingesting an utterance, answering a retrieval) does
+not grow with the length of the stream. This benchmark shows it or refutes it with a table:
+one synthetic stream (`synthetic.py`) is fed to a fresh memory one utterance at a time, each
+`Memory.add` its own transaction as the live daemon does, and at each requested size (1,000,
+10,000, 100,000 utterances by default: one stream with cumulative checkpoints, so the largest
+run yields every point) it records ingest time per utterance, retrieval latency, memory
+tokens, node counts, database bytes and memory use. The ratio of the largest size's timings to
+the smallest's is the answer: near 1 means bounded. Until the tree first fills T_max it is meant
+to grow, and its cost may grow with it, so the ratio from the first size at which the memory is
+full is reported as well: that is the regime the claim is about.
+
+Ingest timings at every size cover the same number of utterances (the last `window` before the
+checkpoint), so each point describes the memory's behaviour at that size rather than a mix of
+its whole history. Most utterances only embed, archive and buffer; one in three or so closes a
+block that is then distilled, mounted and budgeted; so the median is the cheap step, the p95
+the step that distils, and the mean the amortised cost, and all three are reported.
+
+`extractive` distillation (no LLM) makes a 100,000-utterance run a matter of an hour or two
+on two cores (about 45-55 ms per utterance, measured to 2,000); `llm` runs the real prompts
+(seconds per block) and is only practical for small sizes there. The output says which ran.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import resource
+import sys
+import tempfile
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..config import DistillOptions, Settings
+from ..errors import InputError
+from ..memory.answer import build_prompt
+from ..memory.api import Memory
+from ..memory.records import Utterance
+from .host import Machine, machine
+from .stats import percentile
+from .synthetic import SyntheticStream
+
+DEFAULT_SIZES = (1_000, 10_000, 100_000)
+# Ingest timings per point: the last this-many utterances before each checkpoint (fewer when the
+# smallest size is smaller), the same count at every size so the distributions compare.
+DEFAULT_WINDOW = 1_000
+# A largest/smallest ratio at or below this reads as flat: timings on a shared two-core machine
+# wander by tens of percent between runs, while growth with the stream would show as 10x or 100x.
+FLAT_RATIO = 1.5
+RATIO_KEYS = ("ingest_ms_median", "ingest_ms_p95", "ingest_ms_mean", "retrieval_ms_median", "retrieval_ms_p95")
+# What the verdict reads: the medians and the amortised mean. The p95 of a few dozen queries on a
+# shared machine is mostly noise (one preempted call moves it), so p95s are shown, not judged.
+JUDGED_KEYS = ("ingest_ms_median", "ingest_ms_mean", "retrieval_ms_median")
+# The memory counts as full once it holds this share of T_max: before that the tree still grows
+# with the stream and so may its cost; from then on the budget is what keeps it bounded.
+FULL_SHARE = 0.9
+
+_MODES: tuple[str, ...] = next(f.metadata["choices"] for f in dataclasses.fields(DistillOptions) if f.name == "mode")
+
+
+@dataclass(frozen=True)
+class ScalePoint:
+    """The memory after `utterances` utterances of the stream."""
+
+    utterances: int
+    # Ingest: milliseconds per `Memory.add` over the last `window` utterances before this point.
+    window: int
+    ingest_ms_median: float
+    ingest_ms_p95: float
+    ingest_ms_mean: float
+    blocks_mounted: int  # blocks distilled and mounted within the window
+    llm_calls: int  # distillation LLM calls within the window (0 in extractive mode)
+    # Retrieval: `Memory.search` over probe questions about facts the stream stated recently.
+    queries: int
+    retrieval_ms_median: float
+    retrieval_ms_p95: float
+    hit_rate: float  # share of probes whose answer context holds the latest stated value
+    stale_rate: float  # share whose context holds only a superseded value
+    context_tokens_median: float
+    # The memory itself.
+    memory_tokens: int
+    token_budget: int
+    scenes: int
+    events: int
+    amus: int
+    pending_blocks: int
+    archived_utterances: int
+    database_bytes: int  # database file plus its write-ahead log
+    rss_mb: float | None  # resident memory now (None where /proc is not available)
+    peak_rss_mb: float  # the process's high-water mark so far: it can only rise
+    elapsed_s: float  # wall time since the stream started
+
+    @property
+    def nodes(self) -> int:
+        return self.scenes + self.events + self.amus
+
+
+@dataclass(frozen=True)
+class ScaleResult:
+    points: tuple[ScalePoint, ...]
+    distill_mode: str
+    seed: int
+    speakers: int
+    queries: int
+    models: tuple[tuple[str, str], ...]  # (role, model as configured)
+    machine: Machine
+    wall_s: float
+
+    @property
+    def ratios(self) -> dict[str, float | None]:
+        """Largest size over smallest for each timing; None with one size or a zero denominator."""
+        if len(self.points) < 2:
+            return dict.fromkeys(RATIO_KEYS)
+        return _ratios(self.points[0], self.points[-1])
+
+    @property
+    def full_from(self) -> ScalePoint | None:
+        """The first point at which the memory held FULL_SHARE of T_max, if a larger point follows it."""
+        full = [p for p in self.points[:-1] if p.memory_tokens >= FULL_SHARE * p.token_budget]
+        return full[0] if full else None
+
+    @property
+    def full_ratios(self) -> dict[str, float | None] | None:
+        """Largest size over the first full one: the claim of Appendix A.4 is about this regime."""
+        start = self.full_from
+        return _ratios(start, self.points[-1]) if start is not None else None
+
+    @property
+    def flat(self) -> bool | None:
+        """Whether the judged ratios (largest over smallest) are within FLAT_RATIO; None with one size."""
+        return _flat(self.ratios)
+
+    @property
+    def flat_when_full(self) -> bool | None:
+        """The same judgement from the first full size on; None when the budget never filled before the last size."""
+        return _flat(self.full_ratios) if self.full_ratios is not None else None
+
+
+def _ratios(small: ScalePoint, large: ScalePoint) -> dict[str, float | None]:
+    out: dict[str, float | None] = {}
+    for k in RATIO_KEYS:
+        lo, hi = getattr(small, k), getattr(large, k)
+        out[k] = hi / lo if lo > 0 else None
+    return out
+
+
+def _flat(ratios: dict[str, float | None]) -> bool | None:
+    judged = [ratios[k] for k in JUDGED_KEYS]
+    if any(v is None for v in judged):
+        return None
+    return all(v is not None and v <= FLAT_RATIO for v in judged)
+
+
+# --- running --------------------------------------------------------------------------------
+
+
+def _checkpoints(sizes: Sequence[int]) -> list[int]:
+    if not sizes:
+        raise InputError("bench scale needs at least one stream size")
+    bad = [s for s in sizes if not isinstance(s, int) or isinstance(s, bool) or s < 1]
+    if bad:
+        raise InputError(f"stream sizes must be positive whole numbers of utterances; got {bad}")
+    return sorted(set(sizes))
+
+
+def _settings_for(settings: Settings, distill_mode: str, data_dir: Path) -> Settings:
+    memory = settings.memory
+    memory = dataclasses.replace(memory, distill=dataclasses.replace(memory.distill, mode=distill_mode))
+    paths = dataclasses.replace(settings.paths, data_dir=str(data_dir))
+    return dataclasses.replace(settings, paths=paths, memory=memory)
+
+
+def _rss_mb() -> float | None:
+    try:
+        with open("/proc/self/statm", encoding="ascii") as f:
+            pages = int(f.read().split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def _peak_rss_mb() -> float:
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    # Linux reports kibibytes, macOS bytes.
+    return peak / 2**20 if sys.platform == "darwin" else peak / 2**10
+
+
+def _warm_up(memory: Memory) -> None:
+    """Load what a daemon loads before it listens, so the first points do not time model loading."""
+    distiller = memory.engine.distiller  # spaCy, and the LLM in llm mode
+    distiller.extractor.extract([Utterance("Sam", "The Lisbon trip moves to the 14th of May.", 0.0)])
+    memory.search("When is the Lisbon trip?")
+
+
+def _measure(
+    memory: Memory,
+    stream: SyntheticStream,
+    *,
+    done: int,
+    window: int,
+    ingest_ms: deque[float],
+    mounted: deque[int],
+    calls: deque[int],
+    queries: int,
+    started: float,
+) -> ScalePoint:
+    stats = memory.stats()
+    opts = memory.settings.memory
+    probes = stream.probes(queries, recent=window)
+    retrieval_ms: list[float] = []
+    context_tokens: list[int] = []
+    hits = stale = 0
+    for probe in probes:
+        t0 = time.perf_counter()
+        retrieval = memory.search(probe.question)
+        retrieval_ms.append((time.perf_counter() - t0) * 1000)
+        # The hit check reads the context the LLM would be handed (trimmed to its token limit),
+        # not everything retrieval returned: a fact trimmed away is a fact the answer cannot use.
+        prompt = build_prompt(retrieval.question, retrieval, memory.tokenizer, opts.answer.context_tokens)
+        text = "\n".join(m["content"] for m in prompt.messages)
+        hits += probe.found_in(text)
+        stale += probe.stale_in(text)
+        context_tokens.append(prompt.context_tokens)
+    n = len(probes)
+    times = list(ingest_ms)
+    return ScalePoint(
+        utterances=done,
+        window=len(times),
+        ingest_ms_median=percentile(times, 0.5),
+        ingest_ms_p95=percentile(times, 0.95),
+        ingest_ms_mean=float(np.mean(times)) if times else 0.0,
+        blocks_mounted=sum(mounted),
+        llm_calls=sum(calls),
+        queries=n,
+        retrieval_ms_median=percentile(retrieval_ms, 0.5),
+        retrieval_ms_p95=percentile(retrieval_ms, 0.95),
+        hit_rate=hits / n if n else 0.0,
+        stale_rate=stale / n if n else 0.0,
+        context_tokens_median=percentile(context_tokens, 0.5),
+        memory_tokens=stats.tokens,
+        token_budget=stats.token_budget,
+        scenes=stats.scenes,
+        events=stats.events,
+        amus=stats.amus,
+        pending_blocks=stats.pending_blocks,
+        archived_utterances=stats.utterances,
+        database_bytes=stats.database_bytes,
+        rss_mb=_rss_mb(),
+        peak_rss_mb=_peak_rss_mb(),
+        elapsed_s=time.perf_counter() - started,
+    )
+
+
+def run_scale(
+    settings: Settings,
+    sizes: Sequence[int] = DEFAULT_SIZES,
+    *,
+    distill_mode: str = "extractive",
+    queries: int = 50,
+    seed: int = 0,
+    progress: Callable[[int, int], None] | None = None,
+    data_dir: str | Path | None = None,
+    window: int | None = None,
+    speakers: int = 36,
+) -> ScaleResult:
+    """Stream max(sizes) synthetic utterances into a fresh memory, measuring at each size.
+
+    `settings` supply the models and every memory knob (T_max included); the distillation mode
+    and the data directory are replaced. Without `data_dir` the database lives in a temporary
+    directory removed afterwards; a `data_dir` given must not hold a memory already, since a
+    used memory would measure something else. `progress(done, total)` is called after every
+    utterance.
+    """
+    checkpoints = _checkpoints(sizes)
+    if distill_mode not in _MODES:
+        raise InputError(f"distillation mode must be one of {', '.join(_MODES)}; got {distill_mode!r}")
+    if queries < 1:
+        raise InputError(f"bench scale needs at least one probe question per size; got {queries}")
+    window = min(window or DEFAULT_WINDOW, checkpoints[0])
+    if window < 1:
+        raise InputError(f"the ingest timing window must be at least one utterance; got {window}")
+    host = machine()
+    started = time.perf_counter()
+    with contextlib.ExitStack() as stack:
+        if data_dir is None:
+            where = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="assistant-scale-")))
+        else:
+            where = Path(data_dir).expanduser()
+            if (where / "memory.db").exists():
+                raise InputError(f"{where / 'memory.db'} already exists: bench scale needs an empty data directory")
+        run_settings = _settings_for(settings, distill_mode, where)
+        # Entered after the directory, so the memory closes before the directory is removed.
+        memory = stack.enter_context(Memory(run_settings))
+        _warm_up(memory)
+        llm = memory.engine.distiller.llm
+        stream = SyntheticStream(seed, speakers=speakers)
+        ingest_ms: deque[float] = deque(maxlen=window)
+        mounted: deque[int] = deque(maxlen=window)
+        calls: deque[int] = deque(maxlen=window)
+        wanted = set(checkpoints)
+        total = checkpoints[-1]
+        points: list[ScalePoint] = []
+        stream_started = time.perf_counter()
+        for done, u in enumerate(stream.take(total), start=1):
+            calls_before = llm.usage.calls if llm is not None else 0
+            t0 = time.perf_counter()
+            report = memory.add(u.speaker, u.text, u.time)
+            ingest_ms.append((time.perf_counter() - t0) * 1000)
+            mounted.append(report.blocks_mounted)
+            calls.append(llm.usage.calls - calls_before if llm is not None else 0)
+            if done in wanted:
+                points.append(
+                    _measure(
+                        memory,
+                        stream,
+                        done=done,
+                        window=window,
+                        ingest_ms=ingest_ms,
+                        mounted=mounted,
+                        calls=calls,
+                        queries=queries,
+                        started=stream_started,
+                    )
+                )
+            if progress is not None:
+                progress(done, total)
+    models = settings.models
+    return ScaleResult(
+        points=tuple(points),
+        distill_mode=distill_mode,
+        seed=seed,
+        speakers=speakers,
+        queries=queries,
+        models=(
+            ("llm", models.llm),
+            ("distill_llm", models.distill_llm or models.llm),
+            ("embedder", models.embedder),
+            ("entities", models.entities),
+        ),
+        machine=host,
+        wall_s=time.perf_counter() - started,
+    )
+
+
+# --- reporting ------------------------------------------------------------------------------
+
+
+def scale_json(result: ScaleResult) -> dict[str, Any]:
+    points = []
+    for p in result.points:
+        row = dataclasses.asdict(p)
+        row["nodes"] = p.nodes
+        points.append(row)
+    return {
+        "benchmark": "scale",
+        "distill_mode": result.distill_mode,
+        "seed": result.seed,
+        "speakers": result.speakers,
+        "queries": result.queries,
+        "models": dict(result.models),
+        "machine": dataclasses.asdict(result.machine),
+        "wall_s": result.wall_s,
+        "points": points,
+        "ratios": result.ratios,
+        "full_from": result.full_from.utterances if result.full_from is not None else None,
+        "full_ratios": result.full_ratios,
+        "flat_ratio": FLAT_RATIO,
+        "judged": list(JUDGED_KEYS),
+        "flat": result.flat,
+        "flat_when_full": result.flat_when_full,
+    }
+
+
+def _mb(n: float) -> str:
+    return f"{n / 1e6:,.1f} MB"
+
+
+def _ratio(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.2f}x"
+
+
+def _duration(seconds: float) -> str:
+    minutes, s = divmod(round(seconds), 60)
+    hours, m = divmod(minutes, 60)
+    return f"{hours}h{m:02d}m{s:02d}s" if hours else f"{m}m{s:02d}s"
+
+
+def _ratio_line(title: str, small: ScalePoint, large: ScalePoint, r: dict[str, float | None], flat: bool | None) -> str:
+    verdict = {True: "flat", False: "not flat", None: "undecided"}[flat]
+    return (
+        f"{title}, {large.utterances:,} / {small.utterances:,} utterances: ingest per utterance median "
+        f"{_ratio(r['ingest_ms_median'])}, p95 {_ratio(r['ingest_ms_p95'])}, mean {_ratio(r['ingest_ms_mean'])}; "
+        f"retrieval median {_ratio(r['retrieval_ms_median'])}, p95 {_ratio(r['retrieval_ms_p95'])}. "
+        f"Verdict: **{verdict}** (medians and mean each at most {FLAT_RATIO}x)."
+    )
+
+
+def scale_markdown(result: ScaleResult) -> str:
+    models = dict(result.models)
+    if result.distill_mode == "llm":
+        mode = f"llm (event phrase and scene written by {models['distill_llm']})"
+    else:
+        mode = (
+            "extractive (no LLM: the event is the block's most central line, the scene its main noun; "
+            f"the tokenizer of {models['llm']} still measures every node)"
+        )
+    m = result.machine
+    window = result.points[0].window if result.points else 0
+    llm_column = result.distill_mode == "llm"
+    lines = [
+        "## Scale: per-step cost against the length of the stream",
+        "",
+        f"Distillation: **{mode}**.",
+        f"Models: LLM {models['llm']}, embedder {models['embedder']}, entities {models['entities']}.",
+        f"Machine: {m.describe()}; run on {m.date}, wall time {_duration(result.wall_s)}.",
+        f"Stream: synthetic (`assistant/bench/synthetic.py`), seed {result.seed}, {result.speakers} speakers, "
+        "fed one utterance per `Memory.add` (its own transaction).",
+        "",
+        "| utterances | ingest ms/utt median (p95) | mean | blocks"
+        + (" | LLM calls" if llm_column else "")
+        + " | retrieval ms median (p95) | hit (stale) | memory tokens / T_max | scenes / events / units | database"
+        " | RSS (peak) |",
+        "|---:|---:|---:|---:" + ("|---:" if llm_column else "") + "|---:|---:|---:|---:|---:|---:|",
+    ]
+    for p in result.points:
+        rss = f"{p.rss_mb:,.0f}" if p.rss_mb is not None else "?"
+        lines.append(
+            f"| {p.utterances:,} | {p.ingest_ms_median:.1f} ({p.ingest_ms_p95:.1f}) | {p.ingest_ms_mean:.1f} "
+            f"| {p.blocks_mounted:,}"
+            + (f" | {p.llm_calls:,}" if llm_column else "")
+            + f" | {p.retrieval_ms_median:.1f} ({p.retrieval_ms_p95:.1f}) | {p.hit_rate:.2f} ({p.stale_rate:.2f}) "
+            f"| {p.memory_tokens:,} / {p.token_budget:,} | {p.scenes:,} / {p.events:,} / {p.amus:,} "
+            f"| {_mb(p.database_bytes)} | {rss} ({p.peak_rss_mb:,.0f}) MB |"
+        )
+    lines.append("")
+    if len(result.points) >= 2:
+        large = result.points[-1]
+        lines.append(_ratio_line("Largest / smallest", result.points[0], large, result.ratios, result.flat))
+        start, full = result.full_from, result.full_ratios
+        if start is not None and full is not None and start is not result.points[0]:
+            lines.append("")
+            lines.append(
+                _ratio_line(
+                    f"Once the memory is full ({FULL_SHARE:.0%} of T_max or more)",
+                    start,
+                    large,
+                    full,
+                    result.flat_when_full,
+                )
+            )
+        lines.append("")
+    lines.append(
+        f"Ingest times are per utterance over the last {window:,} utterances before each size: the median is a "
+        "step that only embeds, archives and buffers, the p95 one that also distils, mounts and budgets a block, "
+        f"the mean the amortised cost. Retrieval is `Memory.search` for {result.queries} probe questions per size "
+        "about facts the stream stated recently (without counting the use); hit means the context handed to the "
+        "LLM holds the latest stated value, stale that it holds only a superseded one. Blocks counts those "
+        "mounted within the window. The database includes the raw utterance archive with its vectors, which "
+        "grows with the stream by design; the tree is bounded by T_max. Peak RSS is the process's high-water "
+        "mark so far."
+    )
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,73 @@
+"""`prostream`: the product's memory, driven through the same `Memory` surface the daemon uses."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+from ...memory.api import Memory
+from ...memory.records import Utterance
+from .base import Environment, FormationCost, Reply, System
+
+
+class ProStreamSystem(System):
+    name = "prostream"
+    description = "the product's bounded hierarchical memory (STSB, pending buffer, scene > event > atom tree)"
+
+    def __init__(self, env: Environment) -> None:
+        # Memory loads the embedder and LLMs through the same caches, so nothing loads twice.
+        self.memory = Memory(replace(env.settings, paths=replace(env.settings.paths, data_dir=str(env.work_dir))))
+        self._position: dict[int, int] = {}
+        self._calls = self._prompt = self._completion = 0
+
+    def _usage(self) -> tuple[int, int, int]:
+        u = self.memory.engine.llm_usage
+        return (u.calls, u.prompt_tokens, u.completion_tokens) if u is not None else (0, 0, 0)
+
+    def _formation(self, call: Callable[[], object]) -> None:
+        # Only distillation runs inside add() and end_of_stream(), so the difference is formation's
+        # cost even when distillation and answers share one model.
+        before = self._usage()
+        call()
+        after = self._usage()
+        self._calls += after[0] - before[0]
+        self._prompt += after[1] - before[1]
+        self._completion += after[2] - before[2]
+
+    def add(self, position: int, utterance: Utterance) -> None:
+        def step() -> None:
+            report = self.memory.add(utterance.speaker, utterance.text, utterance.time)
+            for piece in report.archived:
+                if piece.id is not None:
+                    self._position[piece.id] = position
+
+        self._formation(step)
+
+    def end_of_stream(self) -> None:
+        self._formation(self.memory.flush)
+
+    def remembered(self) -> set[int]:
+        store = self.memory.store
+        ids = {r[0] for r in store.db.all("SELECT DISTINCT utterance_id FROM node_sources")}
+        ids |= {u.id for u in self.memory.engine.buffer.visible if u.id is not None}
+        ids |= {u.id for b in store.pending_blocks() for u in b.utterances if u.id is not None}
+        return {self._position[i] for i in ids if i in self._position}
+
+    def ask(self, question: str) -> Reply:
+        answer = self.memory.ask(question)
+        # When the relevance gate answers "I don't know" without the LLM, answer_ms is 0 and the context empty.
+        where = self._position
+        positions = frozenset(where[e.utterance_id] for e in answer.context if e.utterance_id in where)
+        return Reply(answer.text, positions, answer.context_tokens, answer.retrieval_ms, answer.answer_ms)
+
+    def memory_tokens(self) -> int:
+        return self.memory.store.total_tokens()
+
+    def database_bytes(self) -> int:
+        return self.memory.stats().database_bytes
+
+    def formation_cost(self) -> FormationCost:
+        return FormationCost(self._calls, self._prompt, self._completion)
+
+    def close(self) -> None:
+        self.memory.close()

@@ -1,0 +1,54 @@
+"""`rag`: standard retrieval-augmented generation, the top-k archived utterances by embedding cosine."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from ...memory.records import Utterance
+from ...store.store import Store
+from .base import Environment, Reply, System, render_lines
+
+
+class RagSystem(System):
+    name = "rag"
+    description = "top-k archived utterances by embedding cosine (sqlite-vec KNN), shown in time order"
+
+    def __init__(self, env: Environment) -> None:
+        self._embedder = env.embedder
+        self._answerer = env.answerer
+        self._k = env.settings.bench.rag_k
+        self._path = env.work_dir / "rag.db"
+        self._store = Store(self._path, embedder=env.settings.models.embedder, dim=env.embedder.dim)
+        self._position: dict[int, int] = {}
+        self._tokens = 0
+
+    def add(self, position: int, utterance: Utterance) -> None:
+        with self._store.atomic():
+            stored = self._store.add_utterance(utterance, self._embedder.encode_one(utterance.line))
+        if stored is not None and stored.id is not None:
+            self._position[stored.id] = position
+            self._tokens += self._answerer.tokenizer.count(stored.line)
+
+    def remembered(self) -> set[int]:
+        return set(self._position.values())
+
+    def ask(self, question: str) -> Reply:
+        started = time.perf_counter()
+        hits = self._store.search_utterances(self._embedder.encode_one(question), self._k)
+        shown = sorted((u for u, _ in hits), key=lambda u: (u.time, u.id or 0))
+        context = render_lines("Retrieved Memory", shown)
+        retrieval_ms = (time.perf_counter() - started) * 1000
+        text, answer_ms = self._answerer.answer(context, question)
+        positions = frozenset(self._position[u.id] for u in shown if u.id in self._position)
+        return Reply(text, positions, self._answerer.tokenizer.count(context), retrieval_ms, answer_ms)
+
+    def memory_tokens(self) -> int:
+        return self._tokens
+
+    def database_bytes(self) -> int:
+        return sum(os.path.getsize(p) for p in (self._path, Path(f"{self._path}-wal")) if p.exists())
+
+    def close(self) -> None:
+        self._store.close()

@@ -1,0 +1,200 @@
+"""The LoCoMo benchmark: the official metrics, probe planning, and a real run of every system."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from assistant.bench.locomo import plan_probes
+from assistant.bench.metrics import bleu1, locomo_f1, normalize_answer, partial_f1, rouge_l, token_f1
+from assistant.transcripts import read_conversations
+
+from .test_cli import run
+
+SESSIONS = [
+    (
+        "10:00 am on 3 March, 2023",
+        [
+            ("Jon", "I finally booked the trip, we fly to Lisbon on the twelfth of April."),
+            ("Gina", "Lisbon in April sounds lovely. Are you taking the kids?"),
+            ("Jon", "Yes, both of them, and my sister Carla is coming too."),
+            ("Gina", "You have to try the custard tarts in Belem."),
+        ],
+    ),
+    (
+        "6:30 pm on 20 March, 2023",
+        [
+            ("Gina", "My dance studio opened last week, we already have forty students."),
+            ("Jon", "Forty students in one week is amazing. What styles do you teach?"),
+            ("Gina", "Salsa and contemporary, and a hip hop class for teenagers on Saturdays."),
+            ("Jon", "I might bring my daughter to the hip hop class."),
+        ],
+    ),
+    (
+        "9:15 am on 2 May, 2023",
+        [
+            ("Jon", "Back from Lisbon! The custard tarts were as good as you said."),
+            ("Gina", "Told you. Did Carla enjoy it?"),
+            ("Jon", "She loved the tram rides, she took hundreds of photos."),
+        ],
+    ),
+]
+
+
+def locomo_file(tmp_path: Path) -> Path:
+    conv: dict[str, object] = {"speaker_a": "Jon", "speaker_b": "Gina"}
+    for n, (stamp, turns) in enumerate(SESSIONS, start=1):
+        conv[f"session_{n}_date_time"] = stamp
+        conv[f"session_{n}"] = [
+            {"speaker": s, "dia_id": f"D{n}:{i}", "text": t} for i, (s, t) in enumerate(turns, start=1)
+        ]
+    qa = [
+        {"question": "Which city did Jon fly to in April?", "answer": "Lisbon", "evidence": ["D1:1"], "category": 4},
+        {
+            "question": "What styles does Gina teach?",
+            "answer": "salsa, contemporary, hip hop",
+            "evidence": ["D2:3"],
+            "category": 1,
+        },
+        {
+            "question": "Who came with Jon to Lisbon?",
+            "answer": "his kids and his sister Carla",
+            "evidence": ["D1:3; D3:2"],
+            "category": 4,
+        },
+        {
+            "question": "What is Gina's favourite film?",
+            "adversarial_answer": "Casablanca",
+            "evidence": ["D9:9"],
+            "category": 5,
+        },
+    ]
+    path = tmp_path / "tiny-locomo.json"
+    path.write_text(json.dumps([{"sample_id": "tiny-1", "conversation": conv, "qa": qa}]))
+    return path
+
+
+# --- the official metrics ------------------------------------------------------------------
+
+
+def test_normalisation_matches_the_official_code():
+    assert normalize_answer("The Trip, to Lisbon!") == "trip to lisbon"
+    assert normalize_answer("salsa and hip-hop") == "salsa hiphop"
+
+
+def test_token_f1_stems_and_ignores_articles():
+    assert token_f1("The trip is in May 2023", "May 2023") == pytest.approx(2 * (2 / 5) * 1 / (2 / 5 + 1))
+    assert token_f1("running", "runs") == 1.0  # Porter stems both to "run"
+    assert token_f1("Paris", "Lisbon") == 0.0
+    assert token_f1("", "Lisbon") == 0.0
+
+
+def test_multi_hop_is_partial_f1_over_comma_parts():
+    # Each gold part takes its best predicted part: 1, 1, 0.
+    assert partial_f1("pottery, camping", "camping, pottery, painting") == pytest.approx(2 / 3)
+    assert locomo_f1("pottery, camping", "camping, pottery, painting", 1) == pytest.approx(2 / 3)
+    # The other categories compare the whole strings.
+    assert locomo_f1("pottery, camping", "camping, pottery, painting", 4) == pytest.approx(0.8)
+
+
+def test_open_domain_keeps_the_gold_before_the_semicolon():
+    assert locomo_f1("likely yes", "likely yes; she likes dogs", 3) == 1.0
+
+
+def test_adversarial_is_right_only_when_the_answer_says_it_is_not_there():
+    assert locomo_f1("I don't know.", "Casablanca", 5) == 1.0
+    assert locomo_f1("Not mentioned in the conversation", "Casablanca", 5) == 1.0
+    assert locomo_f1("Casablanca", "Casablanca", 5) == 0.0
+
+
+def test_bleu1_and_rouge_l():
+    assert bleu1("May 2023", "May 2023") == 1.0
+    # Two of three reference words, shorter than the reference: precision 1, brevity exp(1 - 3/2).
+    assert bleu1("May 2023", "7 May 2023") == pytest.approx(0.6065, abs=1e-4)
+    assert rouge_l("she went to the park", "she went park") == pytest.approx(2 * 0.75 * 1 / 1.75)
+    assert rouge_l("", "anything") == 0.0
+
+
+# --- probing ---------------------------------------------------------------------------------
+
+
+def test_questions_are_probed_after_their_evidence_session_or_later(tmp_path):
+    conv = read_conversations(locomo_file(tmp_path))[0]
+    probes = {p.number: p for p in plan_probes(conv)}
+    assert probes[0].evidence == {0} and probes[0].at == 3  # end of session 1
+    assert probes[1].at == 7  # end of session 2
+    assert probes[2].evidence == {2, 9} and probes[2].at == 10  # "D1:3; D3:2": both ids read
+    # Evidence the stream does not hold: asked only once everything has streamed.
+    assert probes[3].evidence == frozenset() and probes[3].unresolved == ("D9:9",) and probes[3].at == 10
+    delayed = {p.number: p.at for p in plan_probes(conv, delay=1)}
+    assert delayed[0] == 7 and delayed[1] == 10 and delayed[2] == 10
+    assert [p.number for p in plan_probes(conv, categories=[4])] == [0, 2]
+    assert len(plan_probes(conv, limit=1)) == 1
+
+
+def test_bad_options_are_refused_with_a_reason(tmp_path):
+    data = locomo_file(tmp_path)
+    out = run(["bench", "locomo", "--data", str(data), "--systems", "prostream,magic"], tmp_path)
+    assert out.returncode == 4 and "unknown system(s) magic" in out.stderr
+    out = run(["bench", "locomo", "--data", str(data), "--conversations", "conv-99"], tmp_path)
+    assert out.returncode == 4 and "no conversation(s) conv-99" in out.stderr
+    out = run(["bench", "locomo", "--data", str(tmp_path / "absent.json")], tmp_path)
+    assert out.returncode == 4 and "absent.json: no such file" in out.stderr
+
+
+# --- a real run ------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_every_system_streams_and_answers(tmp_path):
+    data = locomo_file(tmp_path)
+    out_json, out_md = tmp_path / "out" / "r.json", tmp_path / "out" / "r.md"
+    out = run(
+        [
+            "bench",
+            "locomo",
+            "--data",
+            str(data),
+            "--llm",
+            "qwen2.5-coder-0.5b-instruct",
+            "--json",
+            str(out_json),
+            "--markdown",
+            str(out_md),
+        ],
+        tmp_path,
+    )
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out_json.read_text())
+    assert report["format"] == "assistant-bench-locomo/1"
+    assert report["meta"]["conversations"] == [{"name": "tiny-1", "utterances": 11, "questions": 4}]
+    systems = report["systems"]
+    assert set(systems) == {"prostream", "rag", "full", "recent"}
+    required = {
+        "f1",
+        "evidence_recall",
+        "context_tokens",
+        "retrieval_ms_p50",
+        "answer_ms_p50",
+        "ingest_ms_per_utterance",
+        "memory_tokens",
+    }
+    for name, s in systems.items():
+        assert required <= set(s), name
+        assert s["ingest_ms_per_utterance"] > 0 and s["memory_tokens"] > 0
+    # Four questions, two probes each, four systems.
+    assert len(report["questions"]) == 32
+    by = {(q["system"], q["probe"], q["number"]): q for q in report["questions"]}
+    # RAG and full context keep everything of an 11-turn stream; the short-term buffer shows all it holds.
+    assert by[("rag", "end", 0)]["formation"] == 1.0 and by[("full", "end", 0)]["evidence_recall"] == 1.0
+    assert by[("recent", "end", 2)]["formation"] == by[("recent", "end", 2)]["evidence_recall"]
+    # The memory still represents the first session's evidence at the end, through its tree.
+    assert by[("prostream", "end", 0)]["formation"] == 1.0
+    assert by[("prostream", "evidence", 3)]["formation"] is None  # no gold turn to look for
+    for q in report["questions"]:
+        assert 0.0 <= q["f1"] <= 1.0 and q["context_tokens"] >= 0
+    # Whatever the small model answers, the full history holds Lisbon and it names it.
+    assert "lisbon" in by[("full", "evidence", 0)]["prediction"].lower()
+    assert "| prostream |" in out_md.read_text()
