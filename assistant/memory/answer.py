@@ -128,7 +128,9 @@ def build_prompt(question: str, retrieval: Retrieval, tokenizer: Tokenizer, max_
         context = render(path_texts, short_term, pending)
     # What was trimmed away cannot be cited.
     sources = {n: ev for n, ev in enumerate(numbered, start=1) if f"[{n}] " in context}
-    return Prompt(messages=frame(context, question), sources=sources,
+    return Prompt(
+        messages=frame(context, question),
+        sources=sources,
         context_tokens=tokenizer.count(context),
     )
 

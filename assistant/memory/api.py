@@ -25,10 +25,12 @@ from ..errors import InputError
 from ..llm import LLM, load_llm, load_tokenizer
 from ..models import resolve
 from ..store.store import Store
+from . import speakers
 from .answer import DONT_KNOW, build_prompt, cited_evidence, says_unknown, strip_citations
+from .budget import enforce_budget
 from .distill import Distiller
 from .engine import ProStream, StepReport
-from .records import Answer, Level, Node, Retrieval, RetrievedPath, Utterance
+from .records import Answer, Level, Node, Retrieval, RetrievedPath, Speaker, Utterance
 from .retrieve import mark_used, retrieve
 
 
@@ -153,6 +155,48 @@ class Memory:
             removed += self.store.delete_childless()
             self.store.audit("delete_node", {"node": node_id, "removed": len(removed)})
         return removed
+
+    # --- speakers ----------------------------------------------------------------------------
+
+    def speakers(self) -> list[Speaker]:
+        return self.store.speakers()
+
+    def rename_speaker(self, key: str | int, name: str) -> Speaker:
+        """Name a voice ("Speaker 2" is Alice): the transcript and the memory built on it are relabelled."""
+        name = speakers.check_name(name)
+        with self.store.atomic():
+            sp = speakers.find(self.store, key)
+            if sp.name == name:
+                return sp
+            if self.store.find_speaker(name) is not None:
+                raise InputError(f"a speaker named {name!r} exists already; merge the two instead")
+            self.store.rename_speaker(sp.id, name)
+            self._relabelled(sp.id, sp.name, name)
+            self.store.audit("rename_speaker", {"speaker": sp.id})
+        return speakers.find(self.store, sp.id)
+
+    def merge_speakers(self, keep: str | int, other: str | int) -> Speaker:
+        """Two labels are one voice: `other`'s utterances, voice and mentions in the memory go to `keep`."""
+        with self.store.atomic():
+            a, b = speakers.find(self.store, keep), speakers.find(self.store, other)
+            if a.id == b.id:
+                raise InputError(f"cannot merge speaker {a.id} {a.name!r} with itself")
+            voice, seconds = speakers.merged_voice(a, b)
+            self.store.move_utterances(b.id, a.id)
+            self.store.delete_speaker(b.id)
+            if voice is not None:
+                self.store.set_voice(a.id, voice, seconds, enrolled=a.enrolled or b.enrolled)
+            self._relabelled(a.id, b.name, a.name)
+            self.store.audit("merge_speakers", {"kept": a.id, "merged": b.id})
+        return speakers.find(self.store, a.id)
+
+    def _relabelled(self, speaker_id: int, old: str, new: str) -> None:
+        speakers.relabel_nodes(self.store, self._embedder, self.tokenizer, old, new)
+        speakers.reembed_utterances(self.store, self._embedder, speaker_id)
+        opts = self.settings.memory
+        enforce_budget(self.store, opts.budget, opts.utility, self.store.clock)
+        # The sensing buffer holds utterances with their speaker's name; read it again.
+        self.engine.reload_buffer()
 
     # --- reading -----------------------------------------------------------------------------
 

@@ -99,9 +99,10 @@ class ProStream:
         self._distiller_factory = distiller
         self._distiller: Distiller | None = None
         self.buffer = self._restore_buffer()
-        store.on_rollback.append(self._reload_buffer)
+        store.on_rollback.append(self.reload_buffer)
 
-    def _reload_buffer(self) -> None:
+    def reload_buffer(self) -> None:
+        """Read the sensing buffer back from the store (after a rollback, or a relabelled speaker)."""
         self.buffer = self._restore_buffer()
 
     def _restore_buffer(self) -> SensingBuffer:

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 
+import numpy as np
+
 
 def format_time(t: float) -> str:
     """A utterance time as people read it in context and citations (UTC)."""
@@ -146,3 +148,16 @@ class Answer:
     # Every utterance quoted in the context the model read, cited or not (the benchmark's
     # evidence recall is measured on these).
     context: tuple[Evidence, ...] = field(default=(), repr=False)
+
+
+@dataclass(frozen=True)
+class Speaker:
+    """A voice the memory knows: named by the user, or labelled when first heard."""
+
+    id: int
+    name: str
+    utterances: int
+    speech_seconds: float
+    enrolled: bool = False
+    # The centroid of the speaker's voice embeddings; None for speakers only known from text.
+    voice: np.ndarray | None = field(default=None, repr=False, compare=False)

@@ -109,8 +109,22 @@ def _initial_schema(db: Database) -> None:
     )
 
 
+def _speaker_voices(db: Database) -> None:
+    run_script(
+        db,
+        """
+        -- A speaker's voice: the L2-normalised centroid of their speaker embeddings (float32),
+        -- how much speech it was built from, and whether the user enrolled it from a recording.
+        ALTER TABLE speakers ADD COLUMN voice BLOB;
+        ALTER TABLE speakers ADD COLUMN speech_seconds REAL NOT NULL DEFAULT 0 CHECK (speech_seconds >= 0);
+        ALTER TABLE speakers ADD COLUMN enrolled INTEGER NOT NULL DEFAULT 0 CHECK (enrolled IN (0, 1));
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[str, Callable[[Database], None]]] = [
     ("0001_initial_schema", _initial_schema),
+    ("0002_speaker_voices", _speaker_voices),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

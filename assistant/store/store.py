@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ..memory.records import Block, Evidence, Level, Node, Utterance
+from ..memory.records import Block, Evidence, Level, Node, Speaker, Utterance
 from .db import Database
 from .migrations import migrate
 from .vectors import VectorIndex, as_blob, ensure_vector_tables
@@ -121,6 +121,85 @@ class Store:
         if row is not None:
             return int(row[0])
         return int(self.db.execute("INSERT INTO speakers (name, created) VALUES (?, ?)", (name, time.time())).lastrowid)
+
+    def speakers(self) -> list[Speaker]:
+        rows = self.db.all(
+            "SELECT s.id, s.name, s.voice, s.speech_seconds, s.enrolled, "
+            "(SELECT count(*) FROM utterances u WHERE u.speaker_id = s.id) AS n FROM speakers s ORDER BY s.id"
+        )
+        return [
+            Speaker(
+                id=r["id"],
+                name=r["name"],
+                utterances=r["n"],
+                speech_seconds=r["speech_seconds"],
+                enrolled=bool(r["enrolled"]),
+                voice=np.frombuffer(r["voice"], dtype=np.float32).copy() if r["voice"] is not None else None,
+            )
+            for r in rows
+        ]
+
+    def find_speaker(self, key: str | int) -> Speaker | None:
+        """A speaker by id (a number) or by exact name."""
+        for sp in self.speakers():
+            if (isinstance(key, int) and sp.id == key) or sp.name == key:
+                return sp
+        return None
+
+    def set_voice(
+        self, speaker_id: int, voice: np.ndarray, speech_seconds: float, *, enrolled: bool | None = None
+    ) -> None:
+        self.db.execute(
+            "UPDATE speakers SET voice = ?, speech_seconds = ?, enrolled = coalesce(?, enrolled) WHERE id = ?",
+            (as_blob(voice), float(speech_seconds), None if enrolled is None else int(enrolled), speaker_id),
+        )
+
+    def rename_speaker(self, speaker_id: int, name: str) -> None:
+        self.db.execute("UPDATE speakers SET name = ? WHERE id = ?", (name, speaker_id))
+        self._redigest(speaker_id)
+
+    def move_utterances(self, from_id: int, to_id: int) -> int:
+        """Give one speaker's utterances to another; an utterance the other already has is dropped."""
+        moved = self.db.execute("UPDATE utterances SET speaker_id = ? WHERE speaker_id = ?", (to_id, from_id)).rowcount
+        self._redigest(to_id)
+        return int(moved)
+
+    def delete_speaker(self, speaker_id: int) -> None:
+        self.db.execute("DELETE FROM speakers WHERE id = ?", (speaker_id,))
+
+    def _redigest(self, speaker_id: int) -> None:
+        """The digest covers the speaker's name, so re-ingesting a relabelled utterance stays a no-op."""
+        rows = self.db.all(
+            "SELECT u.id, s.name AS speaker, u.text, u.time FROM utterances u JOIN speakers s ON s.id = u.speaker_id "
+            "WHERE u.speaker_id = ? ORDER BY u.id",
+            (speaker_id,),
+        )
+        seen: set[str] = set()
+        for r in rows:
+            digest = utterance_digest(_utterance(r))
+            clash = self.db.one("SELECT id FROM utterances WHERE digest = ? AND id != ?", (digest, r["id"]))
+            if digest in seen or clash is not None:
+                # Two copies of one utterance under the merged name: keep the first.
+                self.db.execute("DELETE FROM utterances WHERE id = ?", (r["id"],))
+                continue
+            seen.add(digest)
+            self.db.execute("UPDATE utterances SET digest = ? WHERE id = ?", (digest, r["id"]))
+
+    def set_utterance_vector(self, utterance_id: int, vector: np.ndarray) -> None:
+        self.db.execute(
+            "UPDATE utterance_vectors SET embedding = ? WHERE utterance_id = ?", (as_blob(vector), utterance_id)
+        )
+
+    def speaker_utterances(self, speaker_id: int) -> list[Utterance]:
+        rows = self.db.all(
+            "SELECT u.id, s.name AS speaker, u.text, u.time FROM utterances u JOIN speakers s ON s.id = u.speaker_id "
+            "WHERE u.speaker_id = ? ORDER BY u.time, u.id",
+            (speaker_id,),
+        )
+        return [_utterance(r) for r in rows]
+
+    def set_node_text(self, node_id: int, text: str, tokens: int) -> None:
+        self.db.execute("UPDATE nodes SET text = ?, tokens = ? WHERE id = ?", (text, tokens, node_id))
 
     def add_utterance(self, u: Utterance, vector: np.ndarray) -> Utterance | None:
         """Archive an utterance with its vector; None if this exact utterance is already there."""

@@ -1,0 +1,108 @@
+"""Naming and merging speakers relabels the transcript and the memory built on it, in one transaction."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from assistant.errors import InputError
+from assistant.memory.records import Utterance
+from assistant.store.migrations import SCHEMA_VERSION
+
+from .conftest import check_invariants, open_memory
+
+T0 = 1_700_000_000.0
+LINES = [
+    ("Speaker 1", "Speaker 2, did you book the flights to Lisbon for the team offsite?"),
+    ("Speaker 2", "Yes, I booked the flights this morning, we leave on the twelfth of May."),
+    ("Speaker 1", "Great. Speaker 2 always finds the cheapest fares."),
+    ("Speaker 3", "I can look after the hotel, I know a place near the river."),
+    ("Speaker 2", "Perfect, and Al from finance approved the budget of four thousand euros."),
+    ("Speaker 1", "Then we are set. Let us talk about the quarterly report now."),
+    ("Speaker 3", "The report is due on Friday and I still need the sales figures."),
+    ("Speaker 2", "I will send you the sales figures tonight."),
+]
+
+
+@pytest.fixture
+def mem(tmp_path):
+    m = open_memory(tmp_path / "data")
+    m.add_many([Utterance(s, t, T0 + 30 * i) for i, (s, t) in enumerate(LINES)], flush=False)
+    yield m
+    m.close()
+
+
+def texts(m) -> list[str]:
+    return [n.text for n in m.store.nodes()]
+
+
+def test_new_databases_carry_the_voice_columns(mem):
+    assert mem.store.db.scalar("PRAGMA user_version") == SCHEMA_VERSION == 2
+    names = {sp.name: sp for sp in mem.speakers()}
+    assert set(names) == {"Speaker 1", "Speaker 2", "Speaker 3"}
+    assert names["Speaker 2"].utterances == 3 and names["Speaker 2"].voice is None
+
+
+def test_rename_relabels_transcript_tree_and_buffers(mem):
+    assert any("Speaker 2" in t for t in texts(mem))
+    alice = mem.rename_speaker("Speaker 2", "Alice")
+    assert alice.name == "Alice" and alice.utterances == 3
+    assert not any("Speaker 2" in t for t in texts(mem))
+    # Whole words only: "Al from finance" is someone else.
+    assert all("Alicece" not in t for t in texts(mem))
+    said = mem.store.speaker_utterances(alice.id)
+    assert said[0].text.startswith("Yes, I booked the flights")
+    assert all(u.speaker == "Alice" for u in mem.engine.buffer.visible if u.text in {x.text for x in said})
+    # Re-hearing an utterance under its new name is a duplicate, not a new line.
+    report = mem.add("Alice", LINES[1][1], T0 + 30)
+    assert report.duplicates == 1 and not report.archived
+    # The utterance vectors embed "speaker: text"; they follow the name.
+    vec = mem.store.utterance_vectors([said[0].id])[said[0].id]
+    assert float(vec @ mem._embedder.encode_one(f"Alice: {said[0].text}")) > 0.99
+    check_invariants(mem)
+
+
+def test_a_rename_onto_an_existing_name_asks_for_a_merge(mem):
+    with pytest.raises(InputError, match="merge the two instead"):
+        mem.rename_speaker("Speaker 2", "Speaker 1")
+    with pytest.raises(InputError, match=r"no speaker 'Bob' \(known: 1 'Speaker 1'"):
+        mem.rename_speaker("Bob", "Robert")
+    with pytest.raises(InputError, match="cannot be empty"):
+        mem.rename_speaker("Speaker 2", "   ")
+    # Nothing changed.
+    assert {sp.name for sp in mem.speakers()} == {"Speaker 1", "Speaker 2", "Speaker 3"}
+
+
+def test_merge_moves_utterances_voices_and_mentions(mem):
+    store = mem.store
+    ids = {sp.name: sp.id for sp in mem.speakers()}
+    a = np.zeros(256, dtype=np.float32)
+    a[0] = 1.0
+    b = np.zeros(256, dtype=np.float32)
+    b[1] = 1.0
+    with store.atomic():
+        store.set_voice(ids["Speaker 2"], a, 30.0)
+        store.set_voice(ids["Speaker 3"], b, 10.0, enrolled=True)
+    kept = mem.merge_speakers(str(ids["Speaker 2"]), "Speaker 3")
+    assert kept.id == ids["Speaker 2"] and kept.utterances == 5 and kept.enrolled
+    assert kept.speech_seconds == pytest.approx(40.0)
+    assert kept.voice is not None and np.linalg.norm(kept.voice) == pytest.approx(1.0)
+    assert kept.voice[0] > kept.voice[1] > 0  # weighted by the speech behind each
+    assert {sp.name for sp in mem.speakers()} == {"Speaker 1", "Speaker 2"}
+    assert not any("Speaker 3" in t for t in texts(mem))
+    with pytest.raises(InputError, match="with itself"):
+        mem.merge_speakers("Speaker 2", "Speaker 2")
+    actions = [r[0] for r in store.db.all("SELECT action FROM audit")]
+    assert "merge_speakers" in actions
+    # The audit keeps ids, never names or words.
+    detail = store.db.scalar("SELECT detail FROM audit WHERE action = 'merge_speakers'")
+    assert "Speaker" not in detail
+    check_invariants(mem)
+
+
+def test_relabelled_memory_answers_by_the_new_name(mem):
+    mem.flush()
+    mem.rename_speaker("Speaker 2", "Alice")
+    found = mem.search("What did Alice book?")
+    quoted = [e.speaker for p in found.paths for e in p.sources] + [u.speaker for u in found.short_term]
+    assert "Alice" in quoted and "Speaker 2" not in quoted
