@@ -20,7 +20,7 @@ from .bench.stats import percentile
 from .config import Settings, load_settings
 from .errors import AssistantError, InputError
 from .memory.api import Memory, TreeNode
-from .memory.records import Answer
+from .memory.records import Answer, Speaker
 from .transcripts import read_conversations
 
 DEMO_QUESTIONS = (
@@ -262,6 +262,48 @@ def models_status(ctx: click.Context, verify: bool) -> None:
     from . import models as registry
 
     click.echo(registry.format_status(registry.status(_settings(ctx), verify=verify)))
+
+
+@main.group(invoke_without_command=True)
+@click.pass_context
+def speakers(ctx: click.Context) -> None:
+    """List the voices the memory knows, with how much each has said; name and merge them."""
+    if ctx.invoked_subcommand is None:
+        with _open(ctx) as mem:
+            _print_speakers(mem.speakers())
+
+
+def _print_speakers(found: list[Speaker]) -> None:
+    if not found:
+        click.echo("no speakers yet")
+        return
+    click.echo(f"{'id':>4}  {'name':<24} {'utterances':>10} {'speech':>9}  voice")
+    for sp in found:
+        voice = "enrolled" if sp.enrolled else ("learned" if sp.voice is not None else "-")
+        minutes, seconds = divmod(round(sp.speech_seconds), 60)
+        click.echo(f"{sp.id:>4}  {sp.name:<24} {sp.utterances:>10} {minutes:>5}m{seconds:02d}s  {voice}")
+
+
+@speakers.command("name")
+@click.argument("speaker")
+@click.argument("name")
+@click.pass_context
+def speakers_name(ctx: click.Context, speaker: str, name: str) -> None:
+    """Give SPEAKER (an id or a name) the name NAME; past utterances and the memory are relabelled."""
+    with _open(ctx) as mem:
+        sp = mem.rename_speaker(speaker, name)
+        click.echo(f"speaker {sp.id} is now {sp.name!r} ({sp.utterances} utterances relabelled)")
+
+
+@speakers.command("merge")
+@click.argument("keep")
+@click.argument("other")
+@click.pass_context
+def speakers_merge(ctx: click.Context, keep: str, other: str) -> None:
+    """OTHER is the same voice as KEEP: its utterances, voice and mentions become KEEP's."""
+    with _open(ctx) as mem:
+        sp = mem.merge_speakers(keep, other)
+        click.echo(f"merged into speaker {sp.id} {sp.name!r}: {sp.utterances} utterances")
 
 
 main.add_command(bench)

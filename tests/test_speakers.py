@@ -106,3 +106,24 @@ def test_relabelled_memory_answers_by_the_new_name(mem):
     found = mem.search("What did Alice book?")
     quoted = [e.speaker for p in found.paths for e in p.sources] + [u.speaker for u in found.short_term]
     assert "Alice" in quoted and "Speaker 2" not in quoted
+
+
+def test_speakers_commands(tmp_path):
+    from .test_cli import run
+
+    sample = tmp_path / "talk.jsonl"
+    sample.write_text(
+        "\n".join(f'{{"speaker": "{s}", "text": "{t}", "time": {T0 + 30 * i}}}' for i, (s, t) in enumerate(LINES))
+    )
+    assert run(["ingest", str(sample)], tmp_path).returncode == 0
+    listed = run(["speakers"], tmp_path)
+    assert listed.returncode == 0 and "Speaker 2" in listed.stdout and "3" in listed.stdout
+    named = run(["speakers", "name", "Speaker 2", "Alice"], tmp_path)
+    assert named.returncode == 0, named.stderr
+    assert "is now 'Alice' (3 utterances relabelled)" in named.stdout
+    merged = run(["speakers", "merge", "Alice", "Speaker 3"], tmp_path)
+    assert merged.returncode == 0 and "5 utterances" in merged.stdout
+    bad = run(["speakers", "name", "Nobody", "X"], tmp_path)
+    assert bad.returncode == 4 and "no speaker 'Nobody'" in bad.stderr
+    after = run(["speakers"], tmp_path).stdout
+    assert "Alice" in after and "Speaker 3" not in after
