@@ -11,6 +11,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import numpy as np
+
+# onnxruntime (silero VAD, via faster-whisper) segfaults in its start-up when it is first imported
+# after usearch, whose extension carries its own libstdc++ (usearch 2.x, onnxruntime 1.32); the
+# other order works. Importing it here, before usearch, keeps any later use of silero safe.
+import onnxruntime  # noqa: F401
 from usearch.index import Index
 
 from ..errors import StoreError
