@@ -15,13 +15,14 @@ from typing import Any
 import click
 
 from . import locations
+from .audio.records import SAMPLE_RATE
 from .bench.commands import bench
 from .bench.stats import percentile
 from .config import Settings, load_settings
 from .errors import AssistantError, InputError
 from .memory.api import Memory, TreeNode
-from .memory.records import Answer, Speaker
-from .transcripts import read_conversations
+from .memory.records import Answer, Speaker, format_time
+from .transcripts import parse_time, read_conversations
 
 DEMO_QUESTIONS = (
     "When is the Lisbon trip?",
@@ -140,13 +141,24 @@ def _latency_summary(answers: list[Answer]) -> str:
     )
 
 
+AUDIO_SUFFIXES = {".wav", ".flac", ".ogg", ".oga", ".opus", ".mp3", ".aiff", ".aif", ".au"}
+
+
 @main.command()
 @click.argument("file", type=click.Path(path_type=Path))
 @click.option("--no-flush", is_flag=True, help="Leave the last utterances in the short-term buffer.")
 @click.option("--only", "only", multiple=True, help="Only these conversations of a LoCoMo file (sample_id).")
+@click.option("--realtime", is_flag=True, help="Audio: pace the file as if it were being recorded now.")
+@click.option("--start", "start", default=None, help="Audio: when the recording began (ISO-8601; default its mtime).")
 @click.pass_context
-def ingest(ctx: click.Context, file: Path, no_flush: bool, only: tuple[str, ...]) -> None:
-    """Remember a conversation from FILE: JSON Lines of {speaker, text, time}, or LoCoMo JSON."""
+def ingest(
+    ctx: click.Context, file: Path, no_flush: bool, only: tuple[str, ...], realtime: bool, start: str | None
+) -> None:
+    """Remember a conversation from FILE: a recording (WAV, FLAC, ...), JSON Lines of {speaker, text, time},
+    or LoCoMo JSON."""
+    if file.suffix.lower() in AUDIO_SUFFIXES:
+        _ingest_audio(ctx, file, realtime, parse_time(start, "--start") if start else None)
+        return
     conversations = read_conversations(file)
     if only:
         known = [c.name for c in conversations]
@@ -167,6 +179,69 @@ def ingest(ctx: click.Context, file: Path, no_flush: bool, only: tuple[str, ...]
                 f"({1000 * report.seconds / max(1, len(conv.utterances)):.0f} ms per utterance)"
             )
         _print_stats(memory)
+
+
+def _ingest_audio(ctx: click.Context, file: Path, realtime: bool, start: float | None) -> None:
+    from .audio.sources import open_source
+    from .speech.chain import Listener
+
+    settings = _settings(ctx)
+    source = open_source(file, settings.audio, realtime=realtime, start_time=start)
+    total = getattr(source, "duration", None)
+    with Memory(settings) as memory, source:
+        listener = Listener.from_settings(memory, settings)
+        with click.progressbar(length=int(total or 0) or None, label=file.name, show_eta=True, file=sys.stderr) as bar:
+            shown = 0
+
+            def advanced(seconds: float) -> None:
+                nonlocal shown
+                if int(seconds) > shown:
+                    bar.update(int(seconds) - shown)
+                    shown = int(seconds)
+
+            report = listener.run(source.blocks(), settings, on_audio=advanced)
+        names = {sp.id: sp.name for sp in memory.speakers()}
+        found = ", ".join(names.get(i, str(i)) for i in sorted(report.speakers)) or "none"
+        minutes, seconds = divmod(round(report.audio_seconds), 60)
+        click.echo(
+            f"{file.name}: {minutes}m{seconds:02d}s of audio, {report.segments} speech segments, "
+            f"{report.utterances} utterances remembered; speakers: {found}"
+        )
+        click.echo(
+            f"real-time factor {report.real_time_factor(report.wall_seconds):.2f} (VAD "
+            f"{report.real_time_factor(report.vad_seconds):.3f}, speech to text "
+            f"{report.real_time_factor(report.stt_seconds):.3f}, speakers "
+            f"{report.real_time_factor(report.diarize_seconds):.3f}, memory "
+            f"{report.real_time_factor(report.memory_seconds):.3f})"
+        )
+        _print_stats(memory)
+
+
+@main.command()
+@click.option("--device", default=None, help="Microphone: part of its name, or its index (default: audio.device).")
+@click.pass_context
+def listen(ctx: click.Context, device: str | None) -> None:
+    """Listen to the microphone in the foreground and remember what is said (Ctrl-C stops)."""
+    from .audio.sources import open_source
+    from .speech.chain import Heard, Listener
+
+    settings = _settings(ctx, **({"audio": {"device": device}} if device else {}))
+    with Memory(settings) as memory:
+        listener = Listener.from_settings(memory, settings)
+        listener.warm_up()
+        source = open_source(None, settings.audio)
+        click.secho(f"listening on {source.description} (Ctrl-C stops)", bold=True, err=True)
+
+        def show(heard: Heard) -> None:
+            u = heard.utterance
+            click.echo(f"[{format_time(u.time)}] {click.style(u.speaker, bold=True)}: {u.text}")
+
+        try:
+            with source:
+                listener.run(source.blocks(), settings, on_heard=show)
+        except KeyboardInterrupt:
+            memory.flush()
+            click.echo("stopped; what was heard is remembered", err=True)
 
 
 def _print_stats(memory: Memory) -> None:
@@ -304,6 +379,30 @@ def speakers_merge(ctx: click.Context, keep: str, other: str) -> None:
     with _open(ctx) as mem:
         sp = mem.merge_speakers(keep, other)
         click.echo(f"merged into speaker {sp.id} {sp.name!r}: {sp.utterances} utterances")
+
+
+@speakers.command("enroll")
+@click.argument("name")
+@click.argument("recording", type=click.Path(path_type=Path))
+@click.pass_context
+def speakers_enroll(ctx: click.Context, name: str, recording: Path) -> None:
+    """Teach the memory NAME's voice from RECORDING (that person alone; 5 seconds or more is best)."""
+    import numpy as np
+
+    from .audio.sources import open_source
+    from .speech.chain import enroll
+    from .speech.diarize import diarizer_from_settings
+
+    settings = _settings(ctx)
+    with open_source(recording, settings.audio) as source:
+        blocks = [b.samples for b in source.blocks()]
+    samples = (np.concatenate(blocks) if blocks else np.zeros(0, np.int16)).astype(np.float32) / 32768.0
+    if len(samples) < SAMPLE_RATE:
+        raise InputError(f"{recording}: {len(samples) / SAMPLE_RATE:.1f} s of audio; enrolling needs at least 1 s")
+    with _open(ctx) as mem:
+        speaker_id = enroll(mem, diarizer_from_settings(settings), name, samples)
+        sp = next(s for s in mem.speakers() if s.id == speaker_id)
+        click.echo(f"enrolled {sp.name!r} (speaker {sp.id}) from {len(samples) / SAMPLE_RATE:.1f} s of speech")
 
 
 main.add_command(bench)

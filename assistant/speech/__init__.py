@@ -1,0 +1,1 @@
+"""From speech segments to attributed text: transcription and speaker diarization."""

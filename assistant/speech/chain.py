@@ -1,0 +1,190 @@
+"""The listening chain: an audio source, speech segments, transcripts, attributed pieces, then the memory.
+
+Speakers live in the store; the diarizer works on a copy of their voices whose ids are the
+store's speaker ids (as strings). A voice heard for the first time becomes a store speaker
+labelled "Speaker N" until the user names it. Each utterance and the voice that said it land
+in one transaction, so a crash never leaves words attributed to a voice the store forgot.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from ..audio.records import SAMPLE_RATE, AudioBlock, SpeechSegment
+from ..audio.vad import speech_segments
+from ..config import Settings
+from ..memory.api import Memory
+from ..memory.records import Utterance
+from .diarize import Diarizer, diarizer_from_settings
+from .records import Piece, Speaker
+from .transcribe import Transcriber, transcriber_from_settings
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Heard:
+    """One utterance the chain filed: who (store speaker id and name), what, when."""
+
+    speaker_id: int
+    utterance: Utterance
+    similarity: float
+
+
+@dataclass
+class ListenReport:
+    audio_seconds: float = 0.0
+    segments: int = 0
+    utterances: int = 0
+    speakers: set[int] = field(default_factory=set)
+    # Seconds spent in each stage (the source's decoding and the VAD are counted together).
+    vad_seconds: float = 0.0
+    stt_seconds: float = 0.0
+    diarize_seconds: float = 0.0
+    memory_seconds: float = 0.0
+    wall_seconds: float = 0.0
+
+    def real_time_factor(self, seconds: float) -> float:
+        return seconds / self.audio_seconds if self.audio_seconds else 0.0
+
+
+class Listener:
+    def __init__(self, memory: Memory, transcriber: Transcriber, diarizer: Diarizer) -> None:
+        self.memory = memory
+        self.transcriber = transcriber
+        self.diarizer = diarizer
+        self.reload_voices()
+
+    @classmethod
+    def from_settings(cls, memory: Memory, settings: Settings) -> Listener:
+        return cls(memory, transcriber_from_settings(settings), diarizer_from_settings(settings))
+
+    def reload_voices(self) -> None:
+        """Give the diarizer the store's voices (at start, and after a rename, merge or enrollment)."""
+        self.diarizer.load(
+            Speaker(str(sp.id), sp.name, sp.voice, sp.speech_seconds)
+            for sp in self.memory.speakers()
+            if sp.voice is not None and np.any(sp.voice)
+        )
+
+    def warm_up(self) -> None:
+        self.diarizer.warm_up()
+
+    # --- one segment -------------------------------------------------------------------------
+
+    def hear(self, segment: SpeechSegment, report: ListenReport | None = None) -> list[Heard]:
+        """Transcribe, attribute and remember one segment of speech."""
+        report = report if report is not None else ListenReport()
+        t0 = time.perf_counter()
+        transcripts = self.transcriber.transcribe(segment)
+        t1 = time.perf_counter()
+        pieces = self.diarizer.diarize(segment, transcripts) if transcripts else []
+        t2 = time.perf_counter()
+        # One new voice may say several pieces of this segment: map its diarizer id once.
+        known: dict[str, int] = {}
+        heard = [self._file(piece, known) for piece in pieces if piece.text.strip()]
+        t3 = time.perf_counter()
+        report.segments += 1
+        report.utterances += len(heard)
+        report.speakers.update(h.speaker_id for h in heard)
+        report.stt_seconds += t1 - t0
+        report.diarize_seconds += t2 - t1
+        report.memory_seconds += t3 - t2
+        return heard
+
+    def _file(self, piece: Piece, known: dict[str, int]) -> Heard:
+        store = self.memory.store
+        with store.atomic():
+            if piece.speaker not in known:
+                known[piece.speaker] = self._store_speaker(piece.speaker)
+            speaker_id = known[piece.speaker]
+            voice = next((s for s in self.diarizer.speakers() if s.id == str(speaker_id)), None)
+            if voice is not None:
+                store.set_voice(speaker_id, voice.centroid, voice.seconds)
+            speaker = store.find_speaker(speaker_id)
+            assert speaker is not None  # created above, in this transaction
+            # Distillation (LLM calls) runs after the write, as everywhere else, not inside it.
+            self.memory.add(speaker.name, piece.text, piece.start, distill=False)
+        self.memory.engine.distill_pending()
+        return Heard(speaker_id, Utterance(speaker.name, piece.text, piece.start), piece.similarity)
+
+    def _store_speaker(self, diarizer_id: str) -> int:
+        """The store id behind a diarizer id; a voice heard for the first time gets a store speaker."""
+        if diarizer_id.isdigit():
+            return int(diarizer_id)
+        store = self.memory.store
+        taken = {sp.name for sp in store.speakers()}
+        n = len(taken) + 1
+        while f"Speaker {n}" in taken:
+            n += 1
+        speaker_id = store.speaker_id(f"Speaker {n}")
+        # From now on the diarizer knows this voice by its store id.
+        self.diarizer.load(
+            replace(sp, id=str(speaker_id)) if sp.id == diarizer_id else sp for sp in self.diarizer.speakers()
+        )
+        return speaker_id
+
+    # --- a whole source ----------------------------------------------------------------------
+
+    def run(
+        self,
+        blocks: Iterable[AudioBlock],
+        settings: Settings,
+        *,
+        on_heard: Callable[[Heard], None] | None = None,
+        on_audio: Callable[[float], None] | None = None,
+    ) -> ListenReport:
+        """Listen until the source ends, then file what the sensing buffer holds."""
+        report = ListenReport()
+        started = time.perf_counter()
+
+        def counted(source: Iterable[AudioBlock]) -> Iterator[AudioBlock]:
+            for block in source:
+                report.audio_seconds += block.duration
+                if on_audio:
+                    on_audio(report.audio_seconds)
+                yield block
+
+        segments = speech_segments(counted(blocks), settings.vad)
+        while True:
+            t = time.perf_counter()
+            segment = next(segments, None)
+            report.vad_seconds += time.perf_counter() - t
+            if segment is None:
+                break
+            for heard in self.hear(segment, report):
+                if on_heard:
+                    on_heard(heard)
+        t = time.perf_counter()
+        self.memory.flush()
+        report.memory_seconds += time.perf_counter() - t
+        report.wall_seconds = time.perf_counter() - started
+        return report
+
+
+def enroll(memory: Memory, diarizer: Diarizer, name: str, samples: np.ndarray) -> int:
+    """Teach the memory a named voice from a recording of that person alone; returns the speaker id.
+
+    An existing speaker of that name (or id) gains the speech; otherwise a speaker is created.
+    """
+    from ..memory.speakers import check_name
+
+    name = check_name(name)
+    store = memory.store
+    existing = store.find_speaker(int(name) if name.isdigit() else name)
+    diarizer.load(
+        Speaker(str(sp.id), sp.name, sp.voice, sp.speech_seconds)
+        for sp in memory.speakers()
+        if sp.voice is not None and np.any(sp.voice)
+    )
+    voice = diarizer.enroll(str(existing.id) if existing else name, samples)
+    with store.atomic():
+        speaker_id = existing.id if existing else store.speaker_id(name)
+        store.set_voice(speaker_id, voice.centroid, voice.seconds, enrolled=True)
+        store.audit("enroll_speaker", {"speaker": speaker_id, "seconds": round(len(samples) / SAMPLE_RATE, 1)})
+    return speaker_id

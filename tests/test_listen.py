@@ -1,0 +1,106 @@
+"""The whole listening chain on real recordings: file, VAD, Whisper, voices, memory, through the CLI."""
+
+from __future__ import annotations
+
+import re
+
+import jiwer
+
+from .audio_helpers import espeak, silence, sox, to_16k
+from .test_cli import run
+
+VOICE_A = ("en-us",)
+# A male and a female espeak voice: two male ones sound alike to the voice encoder.
+VOICE_B = ("en+f3",)
+SCRIPT = [
+    (VOICE_A, "Did you book the flights to Lisbon for the offsite?"),
+    (VOICE_B, "Yes, I booked them this morning, we leave on the twelfth of May."),
+    (VOICE_A, "Great. How much did finance approve for the trip?"),
+    (VOICE_B, "They approved four thousand euros, and that includes the hotel."),
+    (VOICE_A, "Perfect. I will send the agenda to everyone by Friday."),
+    (VOICE_B, "Thanks. My neighbour is looking after the dog while we are away."),
+]
+
+
+def record(directory, turns, name: str, gap: float = 0.8):
+    directory.mkdir(parents=True, exist_ok=True)
+    parts = []
+    pause = silence(directory / f"{name}-pause.wav", gap)
+    for i, (voice, text) in enumerate(turns):
+        raw = espeak(directory / f"{name}-{i}-raw.wav", text, voice[0], *voice[1:])
+        parts += [to_16k(raw, directory / f"{name}-{i}.wav"), pause]
+    out = directory / f"{name}.wav"
+    sox(*parts, out)
+    return out
+
+
+def words(text: str) -> str:
+    return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
+
+
+def archived(tmp_path) -> list[tuple[str, str]]:
+    from assistant.store.db import Database
+
+    db = Database(tmp_path / "data" / "memory.db")
+    try:
+        rows = db.all("SELECT s.name, u.text FROM utterances u JOIN speakers s ON s.id = u.speaker_id ORDER BY u.time")
+        return [(r[0], r[1]) for r in rows]
+    finally:
+        db.close()
+
+
+def test_a_recording_becomes_attributed_utterances_in_memory(tmp_path):
+    wav = record(tmp_path / "audio", SCRIPT, "talk")
+    out = run(["ingest", str(wav)], tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert re.search(r"talk\.wav: 0m\d\ds of audio, \d+ speech segments, \d+ utterances remembered", out.stdout)
+    assert "real-time factor" in out.stdout
+    heard = archived(tmp_path)
+    said = " ".join(t for _, t in SCRIPT)
+    error = jiwer.wer(words(said), words(" ".join(t for _, t in heard)))
+    assert error < 0.2, (error, heard)
+    # Unknown voices get labels the user can rename; each keeps a learned voice.
+    assert all(re.fullmatch(r"Speaker \d+", name) for name, _ in heard)
+    listed = run(["speakers"], tmp_path).stdout
+    assert "learned" in listed
+    # Memory was built from the words: the tree mentions the trip.
+    tree = run(["memory"], tmp_path).stdout
+    assert "Lisbon" in tree or "lisbon" in tree.lower()
+
+
+def test_enrolled_voices_name_what_they_say(tmp_path):
+    audio = tmp_path / "audio"
+    alice = record(
+        audio, [(VOICE_A, "Hello, this is Alice. I am recording a sample of my voice for the assistant.")] * 2, "alice"
+    )
+    bob = record(
+        audio, [(VOICE_B, "Good morning, my name is Bob, and this is how my voice sounds on a normal day.")] * 2, "bob"
+    )
+    for name, wav in (("Alice", alice), ("Bob", bob)):
+        out = run(["speakers", "enroll", name, str(wav)], tmp_path)
+        assert out.returncode == 0, out.stderr
+        assert f"enrolled '{name}'" in out.stdout
+    listed = run(["speakers"], tmp_path).stdout
+    assert listed.count("enrolled") == 2
+    out = run(["ingest", str(record(audio, SCRIPT, "talk"))], tmp_path)
+    assert out.returncode == 0, out.stderr
+    heard = archived(tmp_path)
+    # Words said by each voice, given to the right name.
+    expected = {words(t): ("Alice" if v == VOICE_A else "Bob") for v, t in SCRIPT}
+    right = total = 0
+    for name, text in heard:
+        best = max(expected, key=lambda s: len(set(s.split()) & set(words(text).split())))
+        n = len(words(text).split())
+        total += n
+        right += n if expected[best] == name else 0
+    assert right / total >= 0.9, heard
+
+
+def test_bad_recordings_are_refused_by_name(tmp_path):
+    broken = tmp_path / "broken.wav"
+    broken.write_bytes(b"RIFF\x00\x00\x00\x00WAVEjunk")
+    out = run(["ingest", str(broken)], tmp_path)
+    assert out.returncode == 4 and "broken.wav" in out.stderr
+    short = silence(tmp_path / "short.wav", 0.3)
+    out = run(["speakers", "enroll", "Alice", str(short)], tmp_path)
+    assert out.returncode == 4 and "enrolling needs at least 1 s" in out.stderr
