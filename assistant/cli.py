@@ -6,6 +6,7 @@ Every `AssistantError` becomes one clean line on stderr and a non-zero exit code
 from __future__ import annotations
 
 import logging
+import math
 import sys
 import tempfile
 import textwrap
@@ -190,7 +191,9 @@ def _ingest_audio(ctx: click.Context, file: Path, realtime: bool, start: float |
     total = getattr(source, "duration", None)
     with Memory(settings) as memory, source:
         listener = Listener.from_settings(memory, settings)
-        with click.progressbar(length=int(total or 0) or None, label=file.name, show_eta=True, file=sys.stderr) as bar:
+        with click.progressbar(
+            length=max(1, math.ceil(total or 0)), label=file.name, show_eta=True, file=sys.stderr
+        ) as bar:
             shown = 0
 
             def advanced(seconds: float) -> None:
