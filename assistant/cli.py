@@ -403,8 +403,7 @@ def speakers_enroll(ctx: click.Context, name: str, recording: Path) -> None:
     if len(samples) < SAMPLE_RATE:
         raise InputError(f"{recording}: {len(samples) / SAMPLE_RATE:.1f} s of audio; enrolling needs at least 1 s")
     with _open(ctx) as mem:
-        speaker_id = enroll(mem, diarizer_from_settings(settings), name, samples)
-        sp = next(s for s in mem.speakers() if s.id == speaker_id)
+        sp = enroll(mem, diarizer_from_settings(settings), name, samples)
         click.echo(f"enrolled {sp.name!r} (speaker {sp.id}) from {len(samples) / SAMPLE_RATE:.1f} s of speech")
 
 

@@ -90,6 +90,11 @@ class ResolvedModel:
     hub_id: str | None
     spec: ModelSpec | None
 
+    @property
+    def source(self) -> str:
+        """What a loader is handed: the local path, else the hub id to fetch."""
+        return str(self.path) if self.path is not None else str(self.hub_id)
+
 
 @dataclass(frozen=True)
 class ModelStatus:

@@ -6,34 +6,19 @@ small neural model and much harder to fool, but costs more, so it only looks at 
 already kept: a segment in which it finds no speech never reaches the recogniser.
 
 faster-whisper carries the model (`assets/silero_vad_v6.onnx`) and runs it with onnxruntime on
-one CPU thread; importing it is deferred to the first check.
+one CPU thread; importing it is deferred to the first check. onnxruntime must load before usearch
+or the process crashes; `store/vectors.py` imports it first for every program that opens a memory.
 """
 
 from __future__ import annotations
 
 import logging
-import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 
-from ..errors import ModelError
 from .records import SAMPLE_RATE, SpeechSegment
 
 log = logging.getLogger(__name__)
-
-
-def _check_import_order() -> None:
-    """Refuse, with a message, what would otherwise kill the process.
-
-    usearch's extension links its own copy of libstdc++ and exports it; onnxruntime loaded after
-    it crashes in its locale set-up (SIGSEGV at import; usearch 2.26.6, onnxruntime 1.32.0,
-    measured here). Loaded the other way round, both work.
-    """
-    if "onnxruntime" not in sys.modules and "usearch.compiled" in sys.modules:
-        raise ModelError(
-            "the silero VAD cannot load: onnxruntime must be imported before usearch in this process "
-            "(the other order crashes it); import onnxruntime at the start of the program"
-        )
 
 
 class SileroCheck:
@@ -53,7 +38,6 @@ class SileroCheck:
     ) -> None:
         if not 0.0 < threshold < 1.0:
             raise ValueError(f"threshold must be between 0 and 1; got {threshold}")
-        _check_import_order()
         from faster_whisper.vad import VadOptions, get_vad_model
 
         self._options = VadOptions(

@@ -63,7 +63,7 @@ def locomo(
     work_dir: Path | None,
 ) -> None:
     """Stream LoCoMo conversations into each system; ask each question after its evidence and at the end."""
-    from .locomo import count_steps, default_data, run_locomo
+    from .locomo import count_steps, default_data, run_locomo, select_conversations
     from .report import locomo_json, locomo_markdown
 
     settings = load_settings(ctx.obj["config"])
@@ -77,8 +77,8 @@ def locomo(
         raise InputError(f"--categories takes numbers 1-5, got {categories!r}") from None
     if any(c not in range(1, 6) for c in cats):
         raise InputError(f"--categories takes numbers 1-5, got {categories!r}")
-    convs = _csv(conversations)
-    total = count_steps(path, convs, limit, cats, delay)
+    convs = select_conversations(path, _csv(conversations))
+    total = count_steps(convs, limit, cats, delay)
     with click.progressbar(length=total, label="locomo", show_eta=True, show_pos=True, file=None) as bar:
 
         def progress(steps: int, label: str) -> None:
@@ -88,8 +88,8 @@ def locomo(
         run = run_locomo(
             settings,
             path,
+            convs,
             systems=names,
-            conversations=convs,
             limit=limit,
             categories=cats,
             delay=delay,

@@ -164,12 +164,11 @@ class _Answering:
     """Load the answering model once per run; every system shares it."""
 
     def __init__(self, settings: Settings) -> None:
-        source = resolve(settings, "llm")
-        path = str(source.path) if source.path is not None else str(source.hub_id)
-        self.answerer = Answerer(load_llm(path, settings.llm), load_tokenizer(path), settings.memory.answer.max_tokens)
-        emb = resolve(settings, "embedder")
-        emb_source = str(emb.path) if emb.path is not None else str(emb.hub_id)
-        self.embedder = load_embedder(emb_source, settings.embedder.device, settings.embedder.threads)
+        # The same cached loaders as Memory's, so the prostream system shares these instances.
+        llm = resolve(settings, "llm").source
+        self.answerer = Answerer(load_llm(llm, settings.llm), load_tokenizer(llm), settings.memory.answer.max_tokens)
+        embedder = resolve(settings, "embedder").source
+        self.embedder = load_embedder(embedder, settings.embedder.device, settings.embedder.threads)
 
 
 def bench_settings(settings: Settings, answer_llm: str | None) -> Settings:
@@ -182,9 +181,9 @@ def bench_settings(settings: Settings, answer_llm: str | None) -> Settings:
 def run_locomo(
     settings: Settings,
     data: Path,
+    conversations: Sequence[Conversation],
     *,
     systems: Sequence[str] = tuple(SYSTEMS),
-    conversations: Sequence[str] = (),
     limit: int | None = None,
     categories: Sequence[int] = (),
     delay: int = 0,
@@ -192,16 +191,15 @@ def run_locomo(
     work_dir: Path | None = None,
     progress: Callable[[int, str], None] | None = None,
 ) -> LocomoRun:
-    """Stream every selected conversation into every system and probe each question twice.
-
-    `progress(steps, label)` is called as work is done; `count_steps` says how many there are.
+    """Stream `conversations` (read from `data`, see `select_conversations`) into every system and
+    probe each question twice. `progress(steps, label)` is called as work is done; `count_steps`
+    says how many steps there are.
     """
     unknown = [s for s in systems if s not in SYSTEMS]
     if unknown:
         raise InputError(f"unknown system(s) {', '.join(unknown)}; choose from {', '.join(SYSTEMS)}")
     if delay < 0:
         raise InputError(f"--delay must be 0 or more sessions, got {delay}")
-    convs = select_conversations(data, conversations)
     settings = bench_settings(settings, answer_llm)
     host = machine()
     started = time.perf_counter()
@@ -211,7 +209,7 @@ def run_locomo(
     descriptions = {name: SYSTEMS[name].description for name in systems}
     with tempfile.TemporaryDirectory(prefix="assistant-bench-") as tmp:
         root = work_dir or Path(tmp)
-        for conv in convs:
+        for conv in conversations:
             probes = plan_probes(conv, delay=delay, categories=categories, limit=limit)
             run, found = _run_conversation(settings, shared, conv, probes, systems, root / conv.name, progress)
             runs.append(run)
@@ -246,15 +244,12 @@ def select_conversations(data: Path, names: Sequence[str]) -> list[Conversation]
     return convs
 
 
-def count_steps(
-    data: Path, conversations: Sequence[str], limit: int | None, categories: Sequence[int], delay: int
-) -> int:
+def count_steps(conversations: Sequence[Conversation], limit: int | None, categories: Sequence[int], delay: int) -> int:
     """Progress units: one per utterance streamed, one per question probed (each probe asks every system)."""
-    total = 0
-    for conv in select_conversations(data, conversations):
-        probes = plan_probes(conv, delay=delay, categories=categories, limit=limit)
-        total += len(conv.utterances) + 2 * len(probes)
-    return total
+    return sum(
+        len(conv.utterances) + 2 * len(plan_probes(conv, delay=delay, categories=categories, limit=limit))
+        for conv in conversations
+    )
 
 
 def _run_conversation(

@@ -31,34 +31,32 @@ def _mean(values: list[float]) -> float | None:
     return statistics.fmean(values) if values else None
 
 
+def _scores(rows: list[ProbeResult]) -> dict[str, Any]:
+    """Mean quality over some probes; formation and recall only where the question names evidence."""
+    return {
+        "n": len(rows),
+        "f1": _mean([r.f1 for r in rows]),
+        "bleu1": _mean([r.bleu1 for r in rows]),
+        "rouge_l": _mean([r.rouge_l for r in rows]),
+        "formation": _mean([r.formation for r in rows if r.formation is not None]),
+        "evidence_recall": _mean([r.evidence_recall for r in rows if r.evidence_recall is not None]),
+    }
+
+
 def _quality(results: list[ProbeResult]) -> dict[str, Any]:
     answered = [r for r in results if r.category in ANSWERED]
     return {
-        "n": len(answered),
-        "f1": _mean([r.f1 for r in answered]),
-        "bleu1": _mean([r.bleu1 for r in answered]),
-        "rouge_l": _mean([r.rouge_l for r in answered]),
-        "formation": _mean([r.formation for r in answered if r.formation is not None]),
-        "evidence_recall": _mean([r.evidence_recall for r in answered if r.evidence_recall is not None]),
+        **_scores(answered),
         "context_tokens": _mean([float(r.context_tokens) for r in answered]),
         "f1_adversarial": _mean([r.f1 for r in results if r.category == 5]),
     }
 
 
 def _by_category(results: list[ProbeResult]) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {}
-    for cat in sorted({r.category for r in results}):
-        rows = [r for r in results if r.category == cat]
-        out[str(cat)] = {
-            "name": CATEGORY_NAMES.get(cat, str(cat)),
-            "n": len(rows),
-            "f1": _mean([r.f1 for r in rows]),
-            "bleu1": _mean([r.bleu1 for r in rows]),
-            "rouge_l": _mean([r.rouge_l for r in rows]),
-            "formation": _mean([r.formation for r in rows if r.formation is not None]),
-            "evidence_recall": _mean([r.evidence_recall for r in rows if r.evidence_recall is not None]),
-        }
-    return out
+    return {
+        str(cat): {"name": CATEGORY_NAMES.get(cat, str(cat)), **_scores([r for r in results if r.category == cat])}
+        for cat in sorted({r.category for r in results})
+    }
 
 
 def _failures(results: list[ProbeResult]) -> dict[str, int]:

@@ -34,11 +34,6 @@ from .records import Answer, Level, Node, Retrieval, RetrievedPath, Speaker, Utt
 from .retrieve import mark_used, retrieve
 
 
-def _source(settings: Settings, role: str, value: str | None = None) -> str:
-    model = resolve(settings, role, value)
-    return str(model.path) if model.path is not None else str(model.hub_id)
-
-
 @dataclass(frozen=True)
 class IngestReport:
     utterances: int
@@ -72,9 +67,9 @@ class Memory:
         self.settings = settings
         opts = settings.memory
         self._embedder = load_embedder(
-            _source(settings, "embedder"), settings.embedder.device, settings.embedder.threads
+            resolve(settings, "embedder").source, settings.embedder.device, settings.embedder.threads
         )
-        self._llm_source = _source(settings, "llm")
+        self._llm_source = resolve(settings, "llm").source
         self.tokenizer = load_tokenizer(self._llm_source)
         self.store = Store(settings.database_path, embedder=settings.models.embedder, dim=self._embedder.dim)
         self.engine = ProStream(
@@ -104,11 +99,11 @@ class Memory:
         s, opts = self.settings, self.settings.memory
         llm = None
         if opts.distill.mode == "llm":
-            source = _source(s, "distill_llm", s.models.distill_llm) if s.models.distill_llm else self._llm_source
-            llm = load_llm(source, s.llm)
+            distill = s.models.distill_llm
+            llm = load_llm(resolve(s, "distill_llm", distill).source if distill else self._llm_source, s.llm)
         extractor = make_extractor(
             opts.entities.backend,
-            spacy_model=_source(s, "entities"),
+            spacy_model=resolve(s, "entities").source,
             gliner_model=opts.entities.gliner_model,
             labels=opts.entities.labels,
             threshold=opts.entities.gliner_threshold,

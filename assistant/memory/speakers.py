@@ -40,15 +40,15 @@ def check_name(name: str) -> str:
     return clean
 
 
-def _name_pattern(name: str) -> re.Pattern[str]:
-    # Whole words only: renaming "Al" must not touch "Alice".
-    return re.compile(rf"(?<!\w){re.escape(name)}(?!\w)")
+def replace_name(text: str, old: str, new: str) -> str:
+    """`old` as a whole name only: renaming "Al" leaves "Alice" alone, "Speaker 1" leaves "Speaker 12"."""
+    return re.sub(rf"(?<!\w){re.escape(old)}(?!\w)", lambda _m: new, text)
 
 
 def relabel_nodes(store: Store, embedder: Embedder, tokenizer: Tokenizer, old: str, new: str) -> int:
     """Rewrite `old` as `new` in every node's text; return how many nodes changed."""
-    pattern = _name_pattern(old)
-    changed = [(n, pattern.sub(new, n.text)) for n in store.nodes() if pattern.search(n.text)]
+    rewritten = [(n, replace_name(n.text, old, new)) for n in store.nodes()]
+    changed = [(n, text) for n, text in rewritten if text != n.text]
     if not changed:
         return 0
     vectors = embedder.encode([text for _, text in changed])

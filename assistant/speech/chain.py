@@ -19,7 +19,9 @@ from ..audio.records import SAMPLE_RATE, AudioBlock, SpeechSegment
 from ..audio.vad import speech_segments
 from ..config import Settings
 from ..memory.api import Memory
+from ..memory.records import Speaker as StoredSpeaker
 from ..memory.records import Utterance
+from ..memory.speakers import check_name
 from .diarize import Diarizer, diarizer_from_settings
 from .records import Piece, Speaker
 from .transcribe import Transcriber, transcriber_from_settings
@@ -66,11 +68,7 @@ class Listener:
 
     def reload_voices(self) -> None:
         """Give the diarizer the store's voices (at start, and after a rename, merge or enrollment)."""
-        self.diarizer.load(
-            Speaker(str(sp.id), sp.name, sp.voice, sp.speech_seconds)
-            for sp in self.memory.speakers()
-            if sp.voice is not None and np.any(sp.voice)
-        )
+        load_voices(self.memory, self.diarizer)
 
     def warm_up(self) -> None:
         self.diarizer.warm_up()
@@ -167,24 +165,29 @@ class Listener:
         return report
 
 
-def enroll(memory: Memory, diarizer: Diarizer, name: str, samples: np.ndarray) -> int:
-    """Teach the memory a named voice from a recording of that person alone; returns the speaker id.
-
-    An existing speaker of that name (or id) gains the speech; otherwise a speaker is created.
-    """
-    from ..memory.speakers import check_name
-
-    name = check_name(name)
-    store = memory.store
-    existing = store.find_speaker(int(name) if name.isdigit() else name)
+def load_voices(memory: Memory, diarizer: Diarizer) -> None:
+    """The store's voices, as the diarizer knows them: ids are store ids as strings."""
     diarizer.load(
         Speaker(str(sp.id), sp.name, sp.voice, sp.speech_seconds)
         for sp in memory.speakers()
         if sp.voice is not None and np.any(sp.voice)
     )
+
+
+def enroll(memory: Memory, diarizer: Diarizer, name: str, samples: np.ndarray) -> StoredSpeaker:
+    """Teach the memory a named voice from a recording of that person alone.
+
+    An existing speaker of that name (or id) gains the speech; otherwise a speaker is created.
+    """
+    name = check_name(name)
+    store = memory.store
+    existing = store.find_speaker(int(name) if name.isdigit() else name)
+    load_voices(memory, diarizer)
     voice = diarizer.enroll(str(existing.id) if existing else name, samples)
     with store.atomic():
         speaker_id = existing.id if existing else store.speaker_id(name)
         store.set_voice(speaker_id, voice.centroid, voice.seconds, enrolled=True)
         store.audit("enroll_speaker", {"speaker": speaker_id, "seconds": round(len(samples) / SAMPLE_RATE, 1)})
-    return speaker_id
+        enrolled = store.find_speaker(speaker_id)
+    assert enrolled is not None  # written just above, in this transaction
+    return enrolled

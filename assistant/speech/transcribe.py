@@ -83,8 +83,7 @@ def stt_source(settings: Settings) -> str:
     value = settings.models.stt
     if value not in load_manifest() and value in _faster_whisper_sizes():
         return value
-    model = resolve(settings, "stt")
-    return str(model.path) if model.path is not None else str(model.hub_id)
+    return resolve(settings, "stt").source
 
 
 def _faster_whisper_sizes() -> set[str]:

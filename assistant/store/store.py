@@ -123,9 +123,18 @@ class Store:
         return int(self.db.execute("INSERT INTO speakers (name, created) VALUES (?, ?)", (name, time.time())).lastrowid)
 
     def speakers(self) -> list[Speaker]:
+        return self._speakers("", ())
+
+    def find_speaker(self, key: str | int) -> Speaker | None:
+        """A speaker by id (a number) or by exact name."""
+        found = self._speakers("WHERE s.id = ?" if isinstance(key, int) else "WHERE s.name = ?", (key,))
+        return found[0] if found else None
+
+    def _speakers(self, where: str, params: tuple[object, ...]) -> list[Speaker]:
         rows = self.db.all(
             "SELECT s.id, s.name, s.voice, s.speech_seconds, s.enrolled, "
-            "(SELECT count(*) FROM utterances u WHERE u.speaker_id = s.id) AS n FROM speakers s ORDER BY s.id"
+            f"(SELECT count(*) FROM utterances u WHERE u.speaker_id = s.id) AS n FROM speakers s {where} ORDER BY s.id",
+            params,
         )
         return [
             Speaker(
@@ -138,13 +147,6 @@ class Store:
             )
             for r in rows
         ]
-
-    def find_speaker(self, key: str | int) -> Speaker | None:
-        """A speaker by id (a number) or by exact name."""
-        for sp in self.speakers():
-            if (isinstance(key, int) and sp.id == key) or sp.name == key:
-                return sp
-        return None
 
     def set_voice(
         self, speaker_id: int, voice: np.ndarray, speech_seconds: float, *, enrolled: bool | None = None
