@@ -32,6 +32,17 @@ DEMO_QUESTIONS = (
     "How much money did finance approve for the trip?",
     "What is Sam's favourite film?",
 )
+DATA = Path(__file__).parent / "data"
+# demo_recording.ogg: made by tests/make_demo_recording.py from data/demo_recording.tsv.
+DEMO_RECORDING_SPEAKERS = ("Sam", "Priya")
+DEMO_RECORDING_START = parse_time("2026-11-16T09:02:00Z", "the demo")
+DEMO_RECORDING_QUESTIONS = (
+    "When do we fly to Lisbon, and when do we come back?",
+    "What will Sam send, and by when?",
+    "Who is looking after Priya's dog, and what is the dog called?",
+    "How much money did finance approve for the trip?",
+    "What is Sam's favourite film?",
+)
 
 
 class _Group(click.Group):
@@ -292,26 +303,65 @@ def delete(ctx: click.Context, node_id: int) -> None:
     default=None,
     help="Keep the demo's memory in this directory instead of a temporary one.",
 )
+@click.option(
+    "--text",
+    "text_only",
+    is_flag=True,
+    help="Remember the bundled text conversation instead of listening to the recording.",
+)
 @click.pass_context
-def demo(ctx: click.Context, keep: Path | None) -> None:
-    """Remember a short bundled conversation, then answer questions about it with evidence."""
-    sample = Path(__file__).parent / "data" / "sample_conversation.jsonl"
+def demo(ctx: click.Context, keep: Path | None, text_only: bool) -> None:
+    """Listen to a short bundled two-voice recording, then answer questions about it with evidence."""
     with tempfile.TemporaryDirectory(prefix="assistant-demo-") as tmp:
-        data_dir = keep or Path(tmp)
-        with Memory(_settings(ctx, paths={"data_dir": str(data_dir)})) as mem:
-            conv = read_conversations(sample)[0]
-            click.secho(f"Remembering {len(conv.utterances)} utterances from {sample.name} ...", bold=True)
-            for u in conv.utterances:
-                click.echo(textwrap.shorten(f"  {u.speaker}: {u.text}", 100))
-            report = mem.add_many(conv.utterances)
-            click.echo(f"Filed {report.blocks} blocks in {report.seconds:.1f} s.")
+        settings = _settings(ctx, paths={"data_dir": str(keep or tmp)})
+        with Memory(settings) as mem:
+            if text_only:
+                _demo_text(mem)
+                questions = DEMO_QUESTIONS
+            else:
+                _demo_recording(mem, settings)
+                questions = DEMO_RECORDING_QUESTIONS
             _print_stats(mem)
             click.echo()
             _print_tree(mem.tree())
-            for q in DEMO_QUESTIONS:
+            for q in questions:
                 click.echo()
                 click.secho(f"Q: {q}", bold=True)
                 _ask(mem, q)
+
+
+def _demo_text(mem: Memory) -> None:
+    sample = DATA / "sample_conversation.jsonl"
+    conv = read_conversations(sample)[0]
+    click.secho(f"Remembering {len(conv.utterances)} utterances from {sample.name} ...", bold=True)
+    for u in conv.utterances:
+        click.echo("  " + textwrap.shorten(f"{u.speaker}: {u.text}", 98))
+    report = mem.add_many(conv.utterances)
+    click.echo(f"Filed {report.blocks} blocks in {report.seconds:.1f} s.")
+
+
+def _demo_recording(mem: Memory, settings: Settings) -> None:
+    from .audio.sources import open_source
+    from .speech.chain import Heard, Listener
+
+    recording = DATA / "demo_recording.ogg"
+    source = open_source(recording, settings.audio, start_time=DEMO_RECORDING_START)
+    click.secho(f"Listening to {recording.name} ({source.duration:.0f} s, two voices) ...", bold=True)
+
+    def show(heard: Heard) -> None:
+        click.echo("  " + textwrap.shorten(f"{heard.utterance.speaker}: {heard.utterance.text}", 98))
+
+    with source:
+        report = Listener.from_settings(mem, settings).run(source.blocks(), settings, on_heard=show)
+    click.echo(
+        f"Heard {report.utterances} utterances from {len(report.speakers)} voices in "
+        f"{report.wall_seconds:.1f} s (real-time factor {report.real_time_factor(report.wall_seconds):.2f})."
+    )
+    # The voices are unnamed until someone says who they are; the demo knows the order they speak in.
+    first_heard = sorted(mem.speakers(), key=lambda sp: sp.id)
+    for sp, name in zip(first_heard, DEMO_RECORDING_SPEAKERS, strict=False):
+        mem.rename_speaker(sp.id, name)
+        click.echo(f"  assistant speakers name {sp.id} {name}  # {sp.name} is {name}: transcript and memory relabelled")
 
 
 @main.group()
