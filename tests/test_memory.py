@@ -129,3 +129,37 @@ def test_delete_removes_a_subtree_and_cascades(memory):
     check_invariants(memory)
     with pytest.raises(InputError, match="no memory node"):
         memory.delete(987654)
+
+
+def _units(mem) -> dict[int, str]:
+    return {n.id: n.text for n in mem.store.nodes(Level.AMU)}
+
+
+def test_a_restated_fact_takes_the_newer_words(memory):
+    memory.add("Sam", "The Lisbon trip moves to May.", time=1000)
+    memory.add("Priya", "Great, I will book the hotel.", time=1010)
+    memory.flush()
+    (unit,) = [i for i, t in _units(memory).items() if "hotel" in t]
+    assert "book" in _units(memory)[unit]
+    memory.add("Sam", "Update: the Lisbon trip moves to June.", time=90_000)
+    memory.add("Priya", "Fine, I will change the hotel.", time=90_010)
+    memory.flush()
+    # The same unit (its provenance kept, both statements) now says what was said last.
+    texts = _units(memory)
+    assert "change" in texts[unit] and not any("book" in t for t in texts.values())
+    assert set(memory.store.sources([unit])[unit]) and len(memory.store.sources([unit])[unit]) == 2
+    node = memory.store.node(unit)
+    assert node is not None and node.end_time == 90_010
+    found = memory.search("What will Priya do about the hotel?")
+    assert any("change the hotel" in a.text for p in found.paths for a in p.amus)
+    check_invariants(memory)
+
+
+def test_an_older_statement_filed_late_does_not_replace_a_newer_one(memory):
+    memory.add("Priya", "Fine, I will change the hotel.", time=90_010)
+    memory.flush()
+    (unit,) = [i for i, t in _units(memory).items() if "hotel" in t]
+    memory.add("Priya", "Great, I will book the hotel.", time=1010)
+    memory.flush()
+    assert "change the hotel" in _units(memory)[unit]
+    assert len(memory.store.sources([unit])[unit]) == 2

@@ -161,3 +161,114 @@ def scale(
     click.echo(markdown)
     _write(json_out, json.dumps(scale_json(result), indent=1))
     _write(md_out, markdown)
+
+
+@bench.command("speech")
+@click.option("--data", type=click.Path(path_type=Path), default=None, help="A LoCoMo-format JSON file.")
+@click.option("--conversations", default=None, help="Comma-separated sample ids (default: all).")
+@click.option(
+    "--turns", type=click.IntRange(min=2), default=40, show_default=True, help="Turns spoken per conversation."
+)
+@click.option(
+    "--overlap",
+    type=click.FloatRange(0.0, 1.0),
+    default=0.1,
+    show_default=True,
+    help="Share of speaker changes where the next turn starts before the previous one ends.",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the pauses and overlaps.")
+@click.option("--stt", default=None, help="Speech-to-text model (a models/manifest.yaml name; default: models.stt).")
+@click.option(
+    "--realtime-turns",
+    type=click.IntRange(min=0),
+    default=10,
+    show_default=True,
+    help="Turns per conversation fed again at wall-clock speed to time searchability (0: skip).",
+)
+@click.option(
+    "--distill",
+    "mode",
+    type=click.Choice(["extractive", "llm"]),
+    default="extractive",
+    show_default=True,
+    help="Memory distillation while listening; extractive keeps the LLM off the CPU the chain needs.",
+)
+@click.option(
+    "--keep-audio", type=click.Path(file_okay=False, path_type=Path), default=None, help="Keep the recordings here."
+)
+@click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), default=None)
+@click.option("--markdown", "md_out", type=click.Path(dir_okay=False, path_type=Path), default=None)
+@click.pass_context
+def speech(
+    ctx: click.Context,
+    data: Path | None,
+    conversations: str | None,
+    turns: int,
+    overlap: float,
+    seed: int,
+    stt: str | None,
+    realtime_turns: int,
+    mode: str,
+    keep_audio: Path | None,
+    json_out: Path | None,
+    md_out: Path | None,
+) -> None:
+    """Speak conversations with two synthetic voices, listen with the real chain, score words, voices and speed."""
+    import tempfile
+
+    from .locomo import default_data
+    from .speech import (
+        bench_settings,
+        count_lines,
+        listening_seconds,
+        prepare,
+        read_scripts,
+        run_speech,
+        speech_json,
+        speech_markdown,
+    )
+    from .voices import Pacing, check_tools
+
+    settings = load_settings(ctx.obj["config"])
+    path = data or default_data(settings)
+    if path is None:
+        raise InputError(f"no LoCoMo file at bench.locomo_data ({settings.bench.locomo_data}); pass --data FILE")
+    scripts = read_scripts(path, _csv(conversations), turns)
+    check_tools()
+    pacing = Pacing(overlap=overlap)
+    settings = bench_settings(settings, stt, mode)
+    with tempfile.TemporaryDirectory(prefix="assistant-speech-audio-") as tmp:
+        audio_dir = keep_audio or Path(tmp)
+        with click.progressbar(length=count_lines(scripts, realtime_turns), label="speaking", show_pos=True) as bar:
+            prepared = prepare(
+                scripts, audio_dir, pacing=pacing, seed=seed, realtime_turns=realtime_turns, progress=bar.update
+            )
+        total = listening_seconds(prepared)
+        with click.progressbar(length=max(1, round(total)), label="listening", show_eta=True) as bar:
+            heard = 0.0
+            shown = 0
+
+            def progress(seconds: float, label: str) -> None:
+                nonlocal heard, shown
+                bar.label = label
+                heard += seconds
+                if int(heard) > shown:
+                    bar.update(int(heard) - shown)
+                    shown = int(heard)
+
+            run = run_speech(
+                settings,
+                path,
+                prepared,
+                turns=turns,
+                overlap=overlap,
+                seed=seed,
+                realtime_turns=realtime_turns,
+                pacing=pacing,
+                progress=progress,
+            )
+    report: dict[str, Any] = speech_json(run)
+    markdown = speech_markdown(run)
+    click.echo(markdown)
+    _write(json_out, json.dumps(report, indent=1))
+    _write(md_out, markdown)

@@ -210,10 +210,11 @@ class ProStream:
     ) -> int:
         """The novelty check: a unit too close to an existing one only adds its provenance to it."""
         hit = self.store.index[Level.AMU].search(vector, 1)
+        times = [u.time for u in block.utterances if u.id in amu.sources] or [block.start]
         if not force and hit and hit[0][1] >= self.options.distill.concept_threshold:
             self.store.add_sources(hit[0][0], amu.sources)
+            self._restate(hit[0][0], amu, vector, max(times))
             return 0
-        times = [u.time for u in block.utterances if u.id in amu.sources] or [block.start]
         self.store.add_node(
             Level.AMU,
             event_id,
@@ -227,6 +228,21 @@ class ProStream:
             relation=amu.relation,
         )
         return 1
+
+    def _restate(self, unit_id: int, amu: AmuCandidate, vector: np.ndarray, said_at: float) -> None:
+        """A later statement of a known fact carries its current value ("the trip moves to June"):
+        the unit takes the newer words, or it would keep answering with a superseded value.
+
+        A bare mention ("Sam mentioned Lisbon") says less than any statement, so it never
+        replaces one; an older statement (a block distilled late) never replaces a newer one.
+        """
+        unit = self.store.node(unit_id)
+        if unit is None or amu.relation == "mentioned" or " ".join(amu.text.split()) == " ".join(unit.text.split()):
+            return
+        if unit.end_time is not None and said_at < unit.end_time:
+            return
+        self.store.restate_node(unit_id, amu.text, self._tokens(amu.text), said_at, amu.relation)
+        self.store.set_node_vector(unit_id, Level.AMU, vector)
 
     def _tokens(self, text: str) -> int:
         return max(1, self.tokenizer.count(text))

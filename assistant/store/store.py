@@ -203,6 +203,14 @@ class Store:
     def set_node_text(self, node_id: int, text: str, tokens: int) -> None:
         self.db.execute("UPDATE nodes SET text = ?, tokens = ? WHERE id = ?", (text, tokens, node_id))
 
+    def restate_node(self, node_id: int, text: str, tokens: int, end_time: float, relation: str | None) -> None:
+        """New words for a unit whose fact was said again; its span grows to the latest statement."""
+        self.db.execute(
+            "UPDATE nodes SET text = :text, tokens = :tokens, relation = :relation,"
+            " end_time = max(coalesce(end_time, :end), :end) WHERE id = :id",
+            {"text": text, "tokens": tokens, "relation": relation, "end": end_time, "id": node_id},
+        )
+
     def add_utterance(self, u: Utterance, vector: np.ndarray) -> Utterance | None:
         """Archive an utterance with its vector; None if this exact utterance is already there."""
         digest = utterance_digest(u)

@@ -1,0 +1,229 @@
+"""`assistant bench speech`: the metrics on hand-made inputs, the recordings, bad input, and one real run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+from click.testing import CliRunner
+
+from assistant.bench.speech import (
+    HeardPiece,
+    Span,
+    align,
+    assign_by_trying,
+    attribute,
+    best_mapping,
+    diarization_error,
+    normalise,
+    turn_delays,
+)
+from assistant.bench.voices import Line, Pacing, Recording, SpokenTurn, ToolMissing, build_recording, check_tools
+from assistant.cli import main
+
+from .conftest import MODELS_DIR
+
+DIALOGUE = [
+    ("Ann", "Did you book the flights to Lisbon for the offsite?"),
+    ("Bob", "Yes, I booked them this morning, we leave on the twelfth of May."),
+    ("Ann", "Great. How much did finance approve for the trip?"),
+    ("Bob", "They approved four thousand euros, and that includes the hotel."),
+]
+
+
+def locomo_file(path: Path, sessions: dict[str, list[tuple[str, str]]]) -> Path:
+    """A LoCoMo-format file (one sample per entry of `sessions`) with one session each."""
+    samples = []
+    for name, turns in sessions.items():
+        conversation = {
+            "speaker_a": turns[0][0],
+            "speaker_b": turns[-1][0],
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": [{"speaker": s, "dia_id": f"D1:{i + 1}", "text": t} for i, (s, t) in enumerate(turns)],
+        }
+        samples.append({"sample_id": name, "conversation": conversation, "qa": []})
+    path.write_text(json.dumps(samples), encoding="utf-8")
+    return path
+
+
+def bench(tmp_path: Path, *args: str) -> tuple[int, str]:
+    config = tmp_path / "config.yaml"
+    config.write_text(f"paths:\n  data_dir: {tmp_path / 'data'}\n  models_dir: {MODELS_DIR}\n", encoding="utf-8")
+    result = CliRunner().invoke(main, ["--config", str(config), "bench", "speech", *args])
+    return result.exit_code, result.output
+
+
+# --- metrics ---------------------------------------------------------------------------------
+
+
+def test_reference_and_hypothesis_are_normalised_alike():
+    assert normalise("They approved 4,000 euros & that's the 12th!") == normalise(
+        "they approved four thousand euros and thats the twelfth"
+    )
+    assert normalise("Twenty-two, 22; 100%") == ["twenty", "two", "twenty", "two", "one", "hundred", "percent"]
+
+
+def test_word_errors_and_the_alignment():
+    a = align("the trip moves to may".split(), "the ship moves may".split())
+    # One substitution (trip/ship), one deletion (to).
+    assert (a.errors.substitutions, a.errors.deletions, a.errors.insertions) == (1, 1, 0)
+    assert a.errors.wer == pytest.approx(2 / 5)
+    assert a.ref_to_hyp == (0, 1, 2, None, 3)
+    extra = align("see you soon".split(), "see you very soon".split())
+    assert extra.errors.insertions == 1 and extra.ref_to_hyp == (0, 1, 3)
+    empty = align(["hello", "there"], [])
+    assert empty.errors.wer == 1.0 and empty.ref_to_hyp == (None, None)
+
+
+def test_attribution_finds_the_best_mapping_of_voices_to_speakers():
+    ref = ["Ann", "Ann", "Bob", "Bob", "Bob"]
+    # The chain's labels are arbitrary: "Speaker 2" is Ann, "Speaker 1" is Bob.
+    hyp = ["Speaker 2", "Speaker 2", "Speaker 1", "Speaker 1", "Speaker 2"]
+    result = attribute(ref, hyp, (0, 1, 2, 3, 4))
+    assert result.accuracy == pytest.approx(4 / 5)
+    assert {(m.cluster, m.speaker) for m in result.mapping} == {("Speaker 2", "Ann"), ("Speaker 1", "Bob")}
+    # Deleted words are the WER's business; a third voice maps to nobody and its words are wrong.
+    three = attribute(ref, ["Speaker 1", "Speaker 3", "Speaker 2"], (0, None, 1, 2, None))
+    assert three.words == 3 and three.correct == 2
+
+
+def test_brute_force_assignment_matches_the_hungarian_one():
+    rng = np.random.default_rng(7)
+    for shape in [(2, 2), (3, 2), (2, 4), (4, 4)]:
+        score = rng.integers(0, 20, size=shape).astype(float)
+        pairs = assign_by_trying(score)
+        labels_r = [f"c{i}" for i in range(shape[0])]
+        labels_c = [f"s{j}" for j in range(shape[1])]
+        best = best_mapping(labels_r, labels_c, score)
+        total = sum(score[labels_r.index(m.cluster), labels_c.index(m.speaker)] for m in best)
+        assert sum(score[r, c] for r, c in pairs) == total
+        assert len(pairs) == min(shape)
+
+
+def test_diarization_error_counts_misses_false_alarms_and_confusion():
+    ref = [Span(0, 10, "Ann"), Span(10, 20, "Bob")]
+    assert diarization_error(ref, [Span(0, 10, "x"), Span(10, 20, "y")]).der == pytest.approx(0, abs=1e-9)
+    # The change is found 2 s late: 2 s of Bob given to Ann's voice.
+    late = diarization_error(ref, [Span(0, 12, "x"), Span(12, 20, "y")])
+    assert late.confusion == pytest.approx(2, abs=0.02) and late.der == pytest.approx(0.1, abs=0.002)
+    # 2 s of Ann not heard; 2 s of speech after Bob ended.
+    gaps = diarization_error(ref, [Span(0, 8, "x"), Span(10, 22, "y")])
+    assert gaps.missed == pytest.approx(2, abs=0.02) and gaps.false_alarm == pytest.approx(2, abs=0.02)
+    assert gaps.der == pytest.approx(0.2, abs=0.002)
+    # Ann and Bob overlap for 2 s, and the chain hears one voice there: a missed speaker.
+    both = diarization_error([Span(0, 10, "Ann"), Span(8, 18, "Bob")], [Span(0, 10, "x"), Span(10, 18, "y")])
+    assert both.speech == pytest.approx(20, abs=0.02)
+    assert both.missed == pytest.approx(2, abs=0.02) and both.confusion == pytest.approx(0, abs=1e-9)
+    # A collar forgives boundary slips and only those.
+    slip = [Span(0, 10.3, "x"), Span(10.3, 20, "y")]
+    assert diarization_error(ref, slip).der == pytest.approx(0.3 / 20, abs=0.002)
+    assert diarization_error(ref, slip, collar=0.5).der == pytest.approx(0, abs=1e-9)
+
+
+def test_delay_runs_from_the_end_of_a_turn_to_the_filing_of_its_last_words():
+    turns = (
+        SpokenTurn(0, "Ann", "the trip moves to may", "en-us", 1.0, 3.0, False),
+        SpokenTurn(1, "Bob", "i booked the hotel", "en+f3", 4.0, 6.0, False),
+        SpokenTurn(2, "Ann", "great thanks", "en-us", 7.0, 8.0, False),
+    )
+    recording = Recording(Path("talk.wav"), 9.0, turns, (), ())
+    pieces = [
+        HeardPiece(1.0, 2.0, "Speaker 1", "The trip", 3.5),
+        HeardPiece(2.0, 3.0, "Speaker 1", "moves to May.", 4.5),
+        HeardPiece(4.0, 6.0, "Speaker 2", "I booked the hotel.", 7.25),
+    ]
+    delays = turn_delays(recording, pieces)
+    assert [(d.index, d.delay) for d in delays.turns] == [(0, pytest.approx(1.5)), (1, pytest.approx(1.25))]
+    assert delays.missed == 1  # nothing of "great thanks" was heard
+    assert delays.p50 == pytest.approx(1.375)
+
+
+# --- recordings ------------------------------------------------------------------------------
+
+
+def test_recordings_have_two_voices_pauses_and_overlaps_where_the_reference_says(tmp_path):
+    lines = [Line(s, t) for s, t in DIALOGUE]
+    rec = build_recording(lines, tmp_path, name="talk", pacing=Pacing(overlap=1.0), seed=3)
+    assert [t.voice for t in rec.turns] == ["en-us", "en+f3", "en-us", "en+f3"]
+    assert all(t.overlapped for t in rec.turns[1:])
+    audio, rate = sf.read(rec.path, dtype="float32")
+    assert rate == 16_000 and rec.duration == pytest.approx(len(audio) / rate)
+    # Sound only where a turn is, and at each turn's first and last sample.
+    loud = np.abs(audio) > 0.02
+    inside = np.zeros(len(audio), dtype=bool)
+    for t in rec.turns:
+        inside[int(t.start * rate) : int(t.end * rate) + 1] = True
+        assert loud[int(t.start * rate) : int(t.start * rate) + 400].any()
+    assert not (loud & ~inside).any()
+    # The first N lines with the same seed make the start of the same recording.
+    head = build_recording(lines[:2], tmp_path / "head", name="talk", pacing=Pacing(overlap=1.0), seed=3)
+    assert [(t.start, t.end) for t in head.turns] == [(t.start, t.end) for t in rec.turns[:2]]
+
+
+def test_a_missing_tool_names_its_debian_package(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(ToolMissing, match=r"espeak-ng and sox not found.*apt-get install espeak-ng sox"):
+        check_tools()
+
+
+# --- bad input -------------------------------------------------------------------------------
+
+
+def test_a_missing_data_file_is_refused_by_name(tmp_path):
+    code, out = bench(tmp_path, "--data", str(tmp_path / "nowhere.json"))
+    assert code == 4 and "nowhere.json: no such file" in out
+
+
+def test_an_unknown_conversation_is_refused_with_the_known_ones(tmp_path):
+    data = locomo_file(tmp_path / "talks.json", {"talk-1": DIALOGUE})
+    code, out = bench(tmp_path, "--data", str(data), "--conversations", "talk-1,talk-9")
+    assert code == 4 and "no conversation(s) talk-9; it holds talk-1" in out
+
+
+def test_a_conversation_with_one_speaker_is_refused(tmp_path):
+    data = locomo_file(tmp_path / "talks.json", {"talk-1": DIALOGUE, "monologue": [("Ann", "Hello."), ("Ann", "Bye.")]})
+    code, out = bench(tmp_path, "--data", str(data))
+    assert code == 4 and "conversation monologue has one speaker (Ann)" in out
+
+
+# --- the whole benchmark ---------------------------------------------------------------------
+
+
+# Short turns: each pass costs a Whisper window per speech segment, and the real-time pass as long as its audio.
+SHORT_DIALOGUE = [
+    ("Ann", "Did you book the flights to Lisbon yet?"),
+    ("Bob", "Yes, we leave on the twelfth of May."),
+    ("Ann", "Great. How much did finance approve?"),
+    ("Bob", "Four thousand euros, with the hotel."),
+]
+
+
+def test_the_benchmark_hears_a_spoken_dialogue_and_scores_it(tmp_path):
+    data = locomo_file(tmp_path / "talks.json", {"talk-1": SHORT_DIALOGUE})
+    out_json, out_md = tmp_path / "speech.json", tmp_path / "speech.md"
+    code, out = bench(
+        tmp_path,
+        *("--data", str(data), "--stt", "whisper-tiny.en", "--realtime-turns", "1"),
+        *("--json", str(out_json), "--markdown", str(out_md), "--keep-audio", str(tmp_path / "audio")),
+    )
+    assert code == 0, out
+    report = json.loads(out_json.read_text())
+    assert report["format"] == "assistant-bench-speech/1" and report["meta"]["stt"] == "whisper-tiny.en"
+    overall = report["overall"]
+    assert overall["turns"] == 4
+    assert overall["wer"] < 0.35, report["conversations"][0]["pieces"]
+    assert overall["attribution"] > 0.8
+    assert overall["der"] < 0.5
+    conv = report["conversations"][0]
+    assert conv["speakers"] == {"reference": 2, "found": 2}
+    rtf = overall["rtf"]
+    assert 0 < rtf["stt"] < rtf["chain"] and rtf["vad"] + rtf["stt"] + rtf["diarization"] <= rtf["chain"]
+    # The real-time pass: the turn is searchable after its speech ends (the VAD waits out a pause
+    # first, then Whisper, the voice encoder and the memory run) but within seconds.
+    assert conv["realtime"]["turns"] == 1 and conv["realtime"]["missed"] == 0
+    assert all(0.3 < d["delay"] < 10 for d in conv["realtime"]["delays"])
+    assert (tmp_path / "audio" / "talk-1.wav").exists() and (tmp_path / "audio" / "realtime" / "talk-1.wav").exists()
+    assert "| talk-1 |" in out_md.read_text()
