@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import sys
 import tempfile
 import textwrap
@@ -20,9 +21,10 @@ from .audio.records import SAMPLE_RATE
 from .bench.commands import bench
 from .bench.stats import percentile
 from .config import Settings, load_settings
+from .daemon.service_cli import service
 from .errors import AssistantError, InputError
 from .memory.api import Memory, TreeNode
-from .memory.records import Answer, Speaker, format_time
+from .memory.records import Answer, Evidence, Speaker, format_time
 from .transcripts import parse_time, read_conversations
 
 DEMO_QUESTIONS = (
@@ -61,7 +63,28 @@ def _settings(ctx: click.Context, **overrides: Any) -> Settings:
 
 
 def _open(ctx: click.Context) -> Memory:
-    return Memory(_settings(ctx))
+    settings = _settings(ctx)
+    _refuse_if_daemon(settings)
+    return Memory(settings)
+
+
+def _refuse_if_daemon(settings: Settings) -> None:
+    """The daemon is the single writer of its data directory; the CLI goes through it or waits."""
+    from .daemon.instance import running_pid
+
+    pid = running_pid(settings)
+    if pid is not None:
+        raise InputError(
+            f"the daemon (pid {pid}) is using {settings.data_dir}; this command works on the database "
+            "directly, so stop the daemon first (`systemctl --user stop assistant`)"
+        )
+
+
+def _daemon(ctx: click.Context) -> Any:
+    """A client of the running daemon for this data directory, or None."""
+    from .daemon.client import DaemonClient
+
+    return DaemonClient.connect(_settings(ctx))
 
 
 @click.group(cls=_Group)
@@ -82,6 +105,7 @@ def main(ctx: click.Context, config: Path | None, verbose: int) -> None:
     )
     ctx.ensure_object(dict)
     ctx.obj["config"] = config
+    ctx.obj["log_level"] = (logging.WARNING, logging.INFO, logging.DEBUG)[min(verbose, 2)]
 
 
 def print_answer(answer: Answer, *, stream_done: bool = False) -> None:
@@ -125,6 +149,14 @@ def ask(ctx: click.Context, question: str | None, questions_file: Path | None, t
         questions = [question]
     else:
         raise click.UsageError("give a QUESTION or --questions FILE")
+    client = _daemon(ctx)
+    if client is not None:
+        with client:
+            for q in questions:
+                if len(questions) > 1:
+                    click.secho(f"Q: {q}", bold=True)
+                _ask_daemon(client, q, timings)
+        return
     answers = []
     with _open(ctx) as memory:
         for q in questions:
@@ -140,6 +172,24 @@ def ask(ctx: click.Context, question: str | None, questions_file: Path | None, t
                 )
     if timings and len(answers) > 1:
         click.echo(_latency_summary(answers), err=True)
+
+
+def _ask_daemon(client: Any, question: str, timings: bool) -> None:
+    for event in client.ask(question):
+        if event["type"] == "token":
+            click.echo(event["text"], nl=False)
+        elif event["type"] == "error":
+            raise InputError(event["error"])
+        elif event["type"] == "answer":
+            click.echo()
+            for ev in event["evidence"]:
+                click.secho("  \u2514 " + Evidence(**ev).cite(), fg="cyan")
+            if timings:
+                click.echo(
+                    f"retrieval {event['retrieval_ms']:.1f} ms, answer {event['answer_ms']:.0f} ms, "
+                    f"context {event['context_tokens']} tokens",
+                    err=True,
+                )
 
 
 def _latency_summary(answers: list[Answer]) -> str:
@@ -396,9 +446,15 @@ def models_status(ctx: click.Context, verify: bool) -> None:
 @click.pass_context
 def speakers(ctx: click.Context) -> None:
     """List the voices the memory knows, with how much each has said; name and merge them."""
-    if ctx.invoked_subcommand is None:
-        with _open(ctx) as mem:
-            _print_speakers(mem.speakers())
+    if ctx.invoked_subcommand is not None:
+        return
+    client = _daemon(ctx)
+    if client is not None:
+        with client:
+            _print_speakers([Speaker(**sp) for sp in client.speakers()])
+        return
+    with _open(ctx) as mem:
+        _print_speakers(mem.speakers())
 
 
 def _print_speakers(found: list[Speaker]) -> None:
@@ -418,6 +474,12 @@ def _print_speakers(found: list[Speaker]) -> None:
 @click.pass_context
 def speakers_name(ctx: click.Context, speaker: str, name: str) -> None:
     """Give SPEAKER (an id or a name) the name NAME; past utterances and the memory are relabelled."""
+    client = _daemon(ctx)
+    if client is not None:
+        with client:
+            sp = Speaker(**client.name_speaker(speaker, name))
+            click.echo(f"speaker {sp.id} is now {sp.name!r} ({sp.utterances} utterances relabelled)")
+        return
     with _open(ctx) as mem:
         sp = mem.rename_speaker(speaker, name)
         click.echo(f"speaker {sp.id} is now {sp.name!r} ({sp.utterances} utterances relabelled)")
@@ -429,6 +491,12 @@ def speakers_name(ctx: click.Context, speaker: str, name: str) -> None:
 @click.pass_context
 def speakers_merge(ctx: click.Context, keep: str, other: str) -> None:
     """OTHER is the same voice as KEEP: its utterances, voice and mentions become KEEP's."""
+    client = _daemon(ctx)
+    if client is not None:
+        with client:
+            sp = Speaker(**client.merge_speakers(keep, other))
+            click.echo(f"merged into speaker {sp.id} {sp.name!r}: {sp.utterances} utterances")
+        return
     with _open(ctx) as mem:
         sp = mem.merge_speakers(keep, other)
         click.echo(f"merged into speaker {sp.id} {sp.name!r}: {sp.utterances} utterances")
@@ -458,6 +526,93 @@ def speakers_enroll(ctx: click.Context, name: str, recording: Path) -> None:
 
 
 main.add_command(bench)
+main.add_command(service)
+
+
+@main.command()
+@click.option(
+    "--source",
+    default=None,
+    help="Listen to this audio file (played at real-time pace) instead of the microphone; '-' reads PCM on stdin.",
+)
+@click.pass_context
+def daemon(ctx: click.Context, source: str | None) -> None:
+    """Run the always-on service in the foreground: listen, remember, and serve the local API."""
+    from .daemon import systemd
+    from .daemon.server import serve
+
+    systemd.journal_logging(ctx.obj["log_level"])
+    code = 0
+    try:
+        serve(ctx.obj["config"], source=source)
+    except AssistantError as exc:
+        click.secho(f"error: {exc}", fg="red", err=True)
+        code = exc.exit_code
+    except Exception:
+        logging.getLogger("assistant.daemon").exception("the daemon failed")
+        code = 1
+    finally:
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        # The database is closed and the queue spooled by now. Interpreter teardown would only
+        # destroy the native thread pools of whisper and llama.cpp under threads that may still
+        # be inside them (a segment cut short by the stop timeout), which aborts the process.
+        os._exit(code)
+
+
+@main.command()
+@click.pass_context
+def status(ctx: click.Context) -> None:
+    """What the daemon is doing: listening or paused, lag, speakers, memory budget, models."""
+    from .daemon.client import DaemonClient
+
+    with DaemonClient.require(_settings(ctx)) as client:
+        s = client.status()
+    m = s["memory"]
+    click.echo(f"{click.style(s['state'], bold=True)} on {s['source']} (up {s['uptime_seconds']:.0f} s)")
+    click.echo(
+        f"transcription lag {s['lag_seconds']:.1f} s; waiting: {s['queued_segments']} segments in memory, "
+        f"{s['spooled_segments']} on disk ({s['queued_seconds']:.1f} s of speech)"
+    )
+    click.echo(
+        f"memory: {m['tokens']:,} / {m['token_budget']:,} tokens, {m['scenes']} scenes, {m['events']} events, "
+        f"{m['amus']} units; {m['utterances']} utterances, {m['pending_blocks']} pending"
+    )
+    click.echo("speakers: " + (", ".join(f"{sp['name']} ({sp['utterances']})" for sp in s["speakers"]) or "none yet"))
+    click.echo("models: " + ", ".join(f"{k} {v}" for k, v in s["models"].items()))
+    click.echo("devices: " + ", ".join(f"{k} {v}" for k, v in s["devices"].items()))
+
+
+def _listening(ctx: click.Context, paused: bool) -> None:
+    client = _daemon(ctx)
+    if client is not None:
+        with client:
+            state = (client.pause() if paused else client.resume())["state"]
+        click.echo(f"the daemon is {state}")
+        return
+    # No daemon: remember the choice for its next start.
+    flag = _settings(ctx).data_dir / "paused"
+    if paused:
+        flag.parent.mkdir(parents=True, exist_ok=True)
+        flag.touch()
+    else:
+        flag.unlink(missing_ok=True)
+    click.echo(f"no daemon is running; it will start {'paused' if paused else 'listening'}")
+
+
+@main.command()
+@click.pass_context
+def pause(ctx: click.Context) -> None:
+    """Stop listening until `assistant resume` (kept across restarts)."""
+    _listening(ctx, paused=True)
+
+
+@main.command()
+@click.pass_context
+def resume(ctx: click.Context) -> None:
+    """Listen again after `assistant pause`."""
+    _listening(ctx, paused=False)
 
 
 @main.command()

@@ -172,6 +172,26 @@ class DiarizationOptions:
 
 
 @dataclass(frozen=True)
+class TcpOptions:
+    enabled: bool
+    port: int = _range(1, 65535)
+    token: str | None
+
+
+@dataclass(frozen=True)
+class DaemonOptions:
+    socket: str | None
+    source: str | None
+    queue_segments: int = _range(1, 10_000)
+    max_body_bytes: int = _range(1024, 100_000_000)
+    subscriber_backlog: int = _range(1, 1_000_000)
+    stop_seconds: float = _range(0.0, 600.0)
+    idle_flush_seconds: float = _range(1.0, 86_400.0)
+    max_question_seconds: float = _range(1.0, 3600.0)
+    tcp: TcpOptions
+
+
+@dataclass(frozen=True)
 class BenchOptions:
     locomo_data: str | None
     rag_k: int = _range(1, 1000)
@@ -189,6 +209,7 @@ class Settings:
     vad: VadOptions
     stt: SttOptions
     diarization: DiarizationOptions
+    daemon: DaemonOptions
     bench: BenchOptions
 
     @property
@@ -379,6 +400,11 @@ def load_settings(
 def _check_relations(s: Settings, source: Path) -> None:
     """Constraints between knobs that no single value can express; `source` is the layer that broke one."""
     m = s.memory
+    tcp = s.daemon.tcp
+    if tcp.enabled and not (tcp.token and len(tcp.token) >= 16):
+        raise ConfigError(
+            f"{source}: daemon.tcp.token must be set (16 characters or more) when daemon.tcp.enabled is true"
+        )
     if s.vad.frame_ms not in (10, 20, 30):
         raise ConfigError(f"{source}: vad.frame_ms must be 10, 20 or 30 (what webrtcvad accepts); got {s.vad.frame_ms}")
     if s.vad.min_segment_ms >= s.vad.max_segment_ms:

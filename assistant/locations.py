@@ -47,3 +47,21 @@ def bundled(name: str) -> Path:
 def project_root() -> Path:
     """The directory above the package: the checkout in an editable install (benchmarks look for data there)."""
     return Path(__file__).resolve().parent.parent
+
+
+def runtime_dir() -> Path:
+    """$XDG_RUNTIME_DIR/assistant: per-user, on tmpfs, gone at logout (the API socket lives here).
+
+    Without XDG_RUNTIME_DIR (no login session: a container, cron) a per-user directory in the
+    system temp dir stands in; the daemon makes it 0700 either way.
+    """
+    value = os.environ.get("XDG_RUNTIME_DIR", "").strip()
+    if value and os.path.isabs(value):
+        return Path(value) / APP
+    import tempfile
+
+    return Path(tempfile.gettempdir()) / f"{APP}-{os.getuid()}"
+
+
+def default_socket() -> Path:
+    return runtime_dir() / "api.sock"

@@ -138,6 +138,7 @@ def test_delay_runs_from_the_end_of_a_turn_to_the_filing_of_its_last_words():
     delays = turn_delays(recording, pieces)
     assert [(d.index, d.delay) for d in delays.turns] == [(0, pytest.approx(1.5)), (1, pytest.approx(1.25))]
     assert delays.missed == 1  # nothing of "great thanks" was heard
+    assert [d.pause_after for d in delays.turns] == [pytest.approx(1.0), pytest.approx(1.0)]
     assert delays.p50 == pytest.approx(1.375)
 
 

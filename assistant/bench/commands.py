@@ -261,7 +261,6 @@ def speech(
                 path,
                 prepared,
                 turns=turns,
-                overlap=overlap,
                 seed=seed,
                 realtime_turns=realtime_turns,
                 pacing=pacing,

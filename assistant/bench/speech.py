@@ -11,9 +11,9 @@ Each conversation is listened to twice, each time by a fresh `Memory` in a tempo
    words being searchable comes from this pass. Pacing makes a pass last as long as its audio,
    so it is kept short; its stage timings include the waits and are not reported.
 
-A word counts as searchable once the utterance holding it has been filed: `Memory.add` has
-archived it and put it in the sensing buffer, which `Memory.search` returns as short-term memory,
-and the distillation that follows a filing has run (the chain does both before it listens on).
+A word counts as searchable once the chain's filing step for the utterance holding it has
+returned: `Memory.add` has archived it and put it in the sensing buffer, which `Memory.search`
+returns as short-term memory (distillation into the tree comes later and is not waited for).
 """
 
 from __future__ import annotations
@@ -63,7 +63,6 @@ class Script:
     name: str
     lines: tuple[Line, ...]
     start_time: float  # epoch seconds of the conversation's first turn: stamps the recording
-    available: int  # turns the conversation has in all
 
 
 @dataclass(frozen=True)
@@ -96,7 +95,7 @@ def read_scripts(data: Path, names: Sequence[str], turns: int) -> list[Script]:
                 f"{data}: conversation {conv.name} has one speaker ({who}) in its first {len(chosen)} spoken turns; "
                 "the speech benchmark needs at least two voices"
             )
-        scripts.append(Script(conv.name, chosen, conv.utterances[0].time, len(spoken)))
+        scripts.append(Script(conv.name, chosen, conv.utterances[0].time))
     return scripts
 
 
@@ -417,20 +416,27 @@ class ListenPass:
     speakers: int  # voices the chain told apart
 
 
+@dataclass(frozen=True)
+class _Filed:
+    piece: Piece
+    heard: Heard
+    at: float  # time.monotonic() once filed
+
+
 class _Recorder(Listener):
     """The real chain, noting each utterance it files with its time span and the moment it was filed.
 
-    `Heard` carries no end time, and the moment matters for the delay, so the filing step itself
-    is where the pieces are caught.
+    `Heard` carries no end time, and the delay needs the moment each piece became searchable,
+    so the pieces are caught as the filing step (`Listener._file`) returns them.
     """
 
     def __init__(self, memory: Memory, transcriber: Transcriber, settings: Settings) -> None:
         super().__init__(memory, transcriber, diarizer_from_settings(settings))
-        self.filed: list[tuple[Piece, Heard, float]] = []
+        self.filed: list[_Filed] = []
 
     def _file(self, piece: Piece, known: dict[str, int]) -> Heard:
         heard = super()._file(piece, known)
-        self.filed.append((piece, heard, time.monotonic()))
+        self.filed.append(_Filed(piece, heard, time.monotonic()))
         return heard
 
 
@@ -467,13 +473,13 @@ def listen(
     origin = clock0 if clock0 is not None else time.monotonic()
     pieces = tuple(
         HeardPiece(
-            piece.start - start_time,
-            piece.end - start_time,
-            names.get(heard.speaker_id, str(heard.speaker_id)),
-            heard.utterance.text,
-            at - origin,
+            f.piece.start - start_time,
+            f.piece.end - start_time,
+            names.get(f.heard.speaker_id, str(f.heard.speaker_id)),
+            f.heard.utterance.text,
+            f.at - origin,
         )
-        for piece, heard, at in listener.filed
+        for f in listener.filed
     )
     seconds = StageSeconds(
         report.audio_seconds,
@@ -509,6 +515,9 @@ class TurnDelay:
     end: float  # the turn's last audible sample, seconds into the recording
     searchable: float  # when the last piece holding its words was filed, same clock
     delay: float
+    # Seconds from this turn's end to the next turn's start (negative: the next one cut in);
+    # None for the last turn. A pause shorter than the VAD's hangover keeps both in one segment.
+    pause_after: float | None
 
 
 @dataclass(frozen=True)
@@ -571,10 +580,12 @@ def turn_delays(recording: Recording, pieces: Sequence[HeardPiece]) -> Delays:
         if h is not None:
             holders.setdefault(w.ref_turn[r], set()).add(w.hyp_piece[h])
     out = []
-    for i, turn in enumerate(recording.turns):
+    turns = recording.turns
+    for i, turn in enumerate(turns):
         if i in holders:
             searchable = max(pieces[p].filed_at for p in holders[i])
-            out.append(TurnDelay(turn.index, turn.speaker, turn.end, searchable, searchable - turn.end))
+            pause = turns[i + 1].start - turn.end if i + 1 < len(turns) else None
+            out.append(TurnDelay(turn.index, turn.speaker, turn.end, searchable, searchable - turn.end, pause))
     values = [d.delay for d in out]
     return Delays(
         tuple(out),
@@ -638,6 +649,7 @@ class SpeechRun:
     seed: int
     realtime_turns: int
     pacing: Pacing
+    hangover: float  # vad.hangover_ms in seconds: the silence that closes a speech segment
     seconds: float
     machine: Machine
     conversations: tuple[ConversationResult, ...]
@@ -661,7 +673,6 @@ def run_speech(
     prepared: Sequence[Prepared],
     *,
     turns: int,
-    overlap: float,
     seed: int,
     realtime_turns: int,
     pacing: Pacing,
@@ -719,10 +730,11 @@ def run_speech(
         stt=settings.models.stt,
         distill_mode=settings.memory.distill.mode,
         turns=turns,
-        overlap=overlap,
+        overlap=pacing.overlap,
         seed=seed,
         realtime_turns=realtime_turns,
         pacing=pacing,
+        hangover=settings.vad.hangover_ms / 1000,
         seconds=time.perf_counter() - started,
         machine=host,
         conversations=tuple(results),
@@ -748,6 +760,12 @@ class Totals:
     delay_p95: float | None
     delay_turns: int
     delay_missed: int
+    # Split by what follows a turn: a pause of at least the VAD hangover (the segment closes) or
+    # not (the turn waits for the next one to end).
+    delay_p50_after_pause: float | None
+    delay_after_pause_turns: int
+    delay_p50_run_on: float | None
+    delay_run_on_turns: int
 
 
 def _pooled_der(ders: Sequence[DiarizationError]) -> float:
@@ -769,7 +787,10 @@ def totals(run: SpeechRun) -> Totals:
         memory=sum(s.memory for s in stages),
         chain=sum(s.chain for s in stages),
     )
-    delays = [d.delay for c in convs if c.delays for d in c.delays.turns]
+    timed = [d for c in convs if c.delays for d in c.delays.turns]
+    delays = [d.delay for d in timed]
+    paused = [d.delay for d in timed if d.pause_after is None or d.pause_after >= run.hangover]
+    run_on = [d.delay for d in timed if d.pause_after is not None and d.pause_after < run.hangover]
     return Totals(
         audio_seconds=seconds.audio,
         turns=sum(len(c.recording.turns) for c in convs),
@@ -783,6 +804,10 @@ def totals(run: SpeechRun) -> Totals:
         delay_p95=percentile(delays, 0.95) if delays else None,
         delay_turns=len(delays),
         delay_missed=sum(c.delays.missed for c in convs if c.delays),
+        delay_p50_after_pause=statistics.median(paused) if paused else None,
+        delay_after_pause_turns=len(paused),
+        delay_p50_run_on=statistics.median(run_on) if run_on else None,
+        delay_run_on_turns=len(run_on),
     )
 
 
@@ -844,6 +869,7 @@ def speech_json(run: SpeechRun) -> dict[str, Any]:
             "realtime_turns": run.realtime_turns,
             "pacing": asdict(run.pacing),
             "collar": COLLAR_SECONDS,
+            "hangover": run.hangover,
             "seconds": _r(run.seconds, 1),
             "date": run.machine.date,
             "machine": run.machine.describe(),
@@ -861,6 +887,10 @@ def speech_json(run: SpeechRun) -> dict[str, Any]:
             "delay_p95": _r(t.delay_p95),
             "delay_turns": t.delay_turns,
             "delay_missed": t.delay_missed,
+            "delay_p50_after_pause": _r(t.delay_p50_after_pause),
+            "delay_after_pause_turns": t.delay_after_pause_turns,
+            "delay_p50_run_on": _r(t.delay_p50_run_on),
+            "delay_run_on_turns": t.delay_run_on_turns,
         },
         "conversations": conversations,
     }
@@ -921,6 +951,10 @@ def speech_markdown(run: SpeechRun) -> str:
         f"WER over all reference words; attribution over recognised words after the best voice-to-speaker "
         f"mapping; DER with a {COLLAR_SECONDS} s collar around reference turn edges. Delays: end of a turn's "
         f"speech to its words being searchable, with the first {run.realtime_turns} turns of each conversation "
-        f"fed in real time ({t.delay_turns} turns measured, {t.delay_missed} not recognised).",
+        f"fed in real time ({t.delay_turns} turns measured, {t.delay_missed} not recognised). Median delay of "
+        f"turns followed by a pause of at least the VAD hangover ({run.hangover} s): "
+        f"{_f(t.delay_p50_after_pause, 2)} s ({t.delay_after_pause_turns} turns); of turns followed by a shorter "
+        f"pause or an overlap, which wait in one segment for the next turn to end: {_f(t.delay_p50_run_on, 2)} s "
+        f"({t.delay_run_on_turns} turns).",
     ]
     return "\n".join(lines)

@@ -26,7 +26,7 @@ from ..llm import LLM, load_llm, load_tokenizer
 from ..models import resolve
 from ..store.store import Store
 from . import speakers
-from .answer import DONT_KNOW, build_prompt, cited_evidence, says_unknown, strip_citations
+from .answer import DONT_KNOW, Prompt, build_prompt, cited_evidence, says_unknown, strip_citations
 from .budget import enforce_budget
 from .distill import Distiller
 from .engine import ProStream, StepReport
@@ -53,6 +53,15 @@ class MemoryStats:
     pending_blocks: int
     buffered: int
     database_bytes: int
+
+
+@dataclass(frozen=True)
+class PreparedQuestion:
+    """A question retrieved and framed, ready for the LLM; `prompt` None when the memory has nothing on it."""
+
+    retrieval: Retrieval
+    prompt: Prompt | None
+    retrieval_ms: float
 
 
 @dataclass(frozen=True)
@@ -195,7 +204,7 @@ class Memory:
 
     # --- reading -----------------------------------------------------------------------------
 
-    def _check_question(self, question: str) -> str:
+    def check_question(self, question: str) -> str:
         q = " ".join((question or "").split())
         if not q:
             raise InputError("the question is empty")
@@ -211,7 +220,7 @@ class Memory:
 
         `use=True` counts the paths as used (Eq. 1's f and dt), as asking does.
         """
-        q = self._check_question(query)
+        q = self.check_question(query)
         vector = self._embedder.encode_one(q)
         opts = self.settings.memory
         now = self.store.clock
@@ -249,19 +258,32 @@ class Memory:
             out.append(RetrievedPath(p.scene, p.event, p.amus, p.score, tuple(chosen)))
         return out
 
-    def ask_stream(self, question: str) -> Iterator[str | Answer]:
-        """Yield the answer's text as it is generated, then the finished `Answer`."""
+    def prepare(self, question: str) -> PreparedQuestion:
+        """Retrieve and frame a question: the part of asking that reads (and marks) the store.
+
+        The daemon runs this on its single writer thread and the generation elsewhere, so a slow
+        answer never holds up the writes.
+        """
         t0 = _time.perf_counter()
         retrieval = self.search(question, use=True)
-        t1 = _time.perf_counter()
+        ms = (_time.perf_counter() - t0) * 1000
         if retrieval.empty or retrieval.relevance < self.settings.memory.answer.min_relevance:
-            yield DONT_KNOW
-            yield Answer(DONT_KNOW, (), False, 0, (t1 - t0) * 1000, 0.0, retrieval)
-            return
+            return PreparedQuestion(retrieval, None, ms)
         opts = self.settings.memory.answer
-        prompt = build_prompt(retrieval.question, retrieval, self.tokenizer, opts.context_tokens)
+        return PreparedQuestion(
+            retrieval, build_prompt(retrieval.question, retrieval, self.tokenizer, opts.context_tokens), ms
+        )
+
+    def answer_stream(self, prepared: PreparedQuestion) -> Iterator[str | Answer]:
+        """Yield the answer's text as it is generated, then the finished `Answer`. Touches no table."""
+        retrieval, prompt = prepared.retrieval, prepared.prompt
+        if prompt is None:
+            yield DONT_KNOW
+            yield Answer(DONT_KNOW, (), False, 0, prepared.retrieval_ms, 0.0, retrieval)
+            return
+        t1 = _time.perf_counter()
         pieces: list[str] = []
-        for piece in self.llm.stream(prompt.messages, max_tokens=opts.max_tokens):
+        for piece in self.llm.stream(prompt.messages, max_tokens=self.settings.memory.answer.max_tokens):
             pieces.append(piece)
             yield piece
         raw = "".join(pieces).strip()
@@ -274,11 +296,15 @@ class Memory:
             evidence,
             knows,
             prompt.context_tokens,
-            (t1 - t0) * 1000,
+            prepared.retrieval_ms,
             (_time.perf_counter() - t1) * 1000,
             retrieval,
             tuple(prompt.sources.values()),
         )
+
+    def ask_stream(self, question: str) -> Iterator[str | Answer]:
+        """Yield the answer's text as it is generated, then the finished `Answer`."""
+        yield from self.answer_stream(self.prepare(question))
 
     def ask(self, question: str) -> Answer:
         for item in self.ask_stream(question):

@@ -98,6 +98,7 @@ class ProStream:
         self.tokenizer = tokenizer
         self._distiller_factory = distiller
         self._distiller: Distiller | None = None
+        self.inline_distill = True
         self.buffer = self._restore_buffer()
         store.on_rollback.append(self.reload_buffer)
 
@@ -144,7 +145,8 @@ class ProStream:
                     cuts += 1
             self.store.set_stsb(self.buffer.buffer, self.buffer.context)
         mounted, budgets = 0, []
-        over = self.store.pending_count() > self.options.ingest.max_pending_blocks
+        # A daemon distills on its own thread; inline, the pending queue is capped to bound memory.
+        over = self.inline_distill and self.store.pending_count() > self.options.ingest.max_pending_blocks
         if distill or over:
             mounted, budgets = self.distill_pending()
         return StepReport(tuple(archived), len(pieces) - len(archived), cuts, mounted, tuple(budgets))
@@ -164,15 +166,33 @@ class ProStream:
     def distill_pending(self, limit: int | None = None) -> tuple[int, list[BudgetReport]]:
         mounted, reports = 0, []
         for block in self.store.pending_blocks()[:limit]:
-            stored = self.store.utterance_vectors([u.id for u in block.utterances if u.id is not None])
-            vectors = np.vstack([stored[u.id] for u in block.utterances if u.id in stored])
-            distillation = self.distiller.distill(block, vectors)
-            with self.store.atomic():
-                self._mount(distillation)
-                reports.append(enforce_budget(self.store, self.options.budget, self.options.utility, self.store.clock))
-                self.store.remove_pending(block.id)
-            mounted += 1
+            report = self.file_distillation(self.distiller.distill(block, self.block_vectors(block)))
+            if report is not None:
+                reports.append(report)
+                mounted += 1
         return mounted, reports
+
+    def oldest_pending(self) -> tuple[Block, np.ndarray] | None:
+        """The next block to distill with its utterances' vectors (for a distiller that runs elsewhere)."""
+        blocks = self.store.pending_blocks()[:1]
+        return (blocks[0], self.block_vectors(blocks[0])) if blocks else None
+
+    def block_vectors(self, block: Block) -> np.ndarray:
+        stored = self.store.utterance_vectors([u.id for u in block.utterances if u.id is not None])
+        return np.vstack([stored[u.id] for u in block.utterances if u.id in stored])
+
+    def file_distillation(self, d: Distillation) -> BudgetReport | None:
+        """Mount a distilled block into the tree and enforce the budget, in one transaction.
+
+        None when the block is no longer pending (its speech was forgotten while it was distilled).
+        """
+        with self.store.atomic():
+            if not self.store.is_pending(d.block.id):
+                return None
+            self._mount(d)
+            report = enforce_budget(self.store, self.options.budget, self.options.utility, self.store.clock)
+            self.store.remove_pending(d.block.id)
+        return report
 
     def _mount(self, d: Distillation) -> None:
         store, opts = self.store, self.options.distill

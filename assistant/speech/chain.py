@@ -23,7 +23,7 @@ from ..memory.records import Speaker as StoredSpeaker
 from ..memory.records import Utterance
 from ..memory.speakers import check_name
 from .diarize import Diarizer, diarizer_from_settings
-from .records import Piece, Speaker
+from .records import Piece, Speaker, Transcript
 from .transcribe import Transcriber, transcriber_from_settings
 
 log = logging.getLogger(__name__)
@@ -60,6 +60,7 @@ class Listener:
         self.memory = memory
         self.transcriber = transcriber
         self.diarizer = diarizer
+        self.distill_inline = True
         self.reload_voices()
 
     @classmethod
@@ -80,17 +81,30 @@ class Listener:
         report = report if report is not None else ListenReport()
         t0 = time.perf_counter()
         transcripts = self.transcriber.transcribe(segment)
+        report.stt_seconds += time.perf_counter() - t0
+        return self.attribute(segment, transcripts, report)
+
+    def attribute(
+        self, segment: SpeechSegment, transcripts: list[Transcript], report: ListenReport | None = None
+    ) -> list[Heard]:
+        """Tell who said each piece of a transcribed segment, then remember the pieces.
+
+        Split from `hear` so a daemon can transcribe on one thread and file on its writer thread.
+        """
+        report = report if report is not None else ListenReport()
         t1 = time.perf_counter()
         pieces = self.diarizer.diarize(segment, transcripts) if transcripts else []
         t2 = time.perf_counter()
         # One new voice may say several pieces of this segment: map its diarizer id once.
         known: dict[str, int] = {}
         heard = [self._file(piece, known) for piece in pieces if piece.text.strip()]
+        if heard and self.distill_inline:
+            # Distillation (LLM calls) runs after the write, as everywhere else, not inside it.
+            self.memory.engine.distill_pending()
         t3 = time.perf_counter()
         report.segments += 1
         report.utterances += len(heard)
         report.speakers.update(h.speaker_id for h in heard)
-        report.stt_seconds += t1 - t0
         report.diarize_seconds += t2 - t1
         report.memory_seconds += t3 - t2
         return heard
@@ -107,9 +121,10 @@ class Listener:
             speaker = store.find_speaker(speaker_id)
             assert speaker is not None  # created above, in this transaction
             # Distillation (LLM calls) runs after the write, as everywhere else, not inside it.
-            self.memory.add(speaker.name, piece.text, piece.start, distill=False)
-        self.memory.engine.distill_pending()
-        return Heard(speaker_id, Utterance(speaker.name, piece.text, piece.start), piece.similarity)
+            step = self.memory.add(speaker.name, piece.text, piece.start, distill=False)
+        # The stored utterance carries its id; a repeat of one already stored has none.
+        said = step.archived[0] if step.archived else Utterance(speaker.name, piece.text, piece.start)
+        return Heard(speaker_id, said, piece.similarity)
 
     def _store_speaker(self, diarizer_id: str) -> int:
         """The store id behind a diarizer id; a voice heard for the first time gets a store speaker."""

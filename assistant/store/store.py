@@ -302,6 +302,9 @@ class Store:
     def pending_count(self) -> int:
         return int(self.db.scalar("SELECT count(*) FROM pending_blocks"))
 
+    def is_pending(self, block_id: int) -> bool:
+        return self.db.one("SELECT 1 FROM pending_blocks WHERE id = ?", (block_id,)) is not None
+
     def remove_pending(self, block_id: int) -> None:
         self.db.execute("DELETE FROM pending_blocks WHERE id = ?", (block_id,))
 

@@ -1,0 +1,450 @@
+"""The daemon's local HTTP API (FastAPI): its OpenAPI description is served at /openapi.json.
+
+Streams (answers, the live transcript) are newline-delimited JSON, one object per line, each
+with a "type". Errors are JSON objects `{"error": "..."}` with a 4xx status; a request body
+larger than `daemon.max_body_bytes` gets 413 before it is read whole.
+
+    curl --unix-socket $XDG_RUNTIME_DIR/assistant/api.sock http://assistant/status
+    curl --unix-socket ... -N -d '{"question": "When is the trip?"}' http://assistant/ask
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import asdict
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import BaseModel, Field
+from starlette.concurrency import iterate_in_threadpool, run_in_threadpool
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ..errors import AssistantError, InputError
+from ..memory.api import TreeNode
+from ..memory.records import Answer, Evidence, Speaker
+from .daemon import Daemon, HeardEvent
+
+log = logging.getLogger(__name__)
+
+NDJSON = "application/x-ndjson"
+
+
+# --- request and response bodies ---------------------------------------------------------------
+
+
+class Question(BaseModel):
+    question: str = Field(min_length=1, max_length=100_000, description="What to ask the memory.")
+
+
+class SpeakerName(BaseModel):
+    name: str = Field(min_length=1, max_length=200)
+
+
+class SpeakerMerge(BaseModel):
+    keep: str = Field(min_length=1, max_length=200, description="Id or name of the speaker who stays.")
+    other: str = Field(min_length=1, max_length=200, description="Id or name of the speaker merged into it.")
+
+
+class SpeakerOut(BaseModel):
+    id: int
+    name: str
+    utterances: int
+    speech_seconds: float
+    enrolled: bool
+
+
+class MemoryOut(BaseModel):
+    tokens: int
+    token_budget: int
+    scenes: int
+    events: int
+    amus: int
+    utterances: int
+    pending_blocks: int
+    buffered: int
+    database_bytes: int
+
+
+class StatusOut(BaseModel):
+    state: str = Field(description="starting, listening, paused, source ended, source failed or stopping")
+    paused: bool
+    idle: bool = Field(description="nothing heard is waiting to be transcribed or filed")
+    source: str
+    lag_seconds: float
+    queued_segments: int
+    spooled_segments: int
+    queued_seconds: float
+    acknowledged: int
+    memory: MemoryOut
+    speakers: list[SpeakerOut]
+    models: dict[str, str]
+    devices: dict[str, str]
+    uptime_seconds: float
+    push_to_talk: bool
+
+
+class NodeOut(BaseModel):
+    id: int
+    level: str
+    text: str
+    tokens: int
+    utility: float
+    frequency: int
+    start_time: float | None
+    end_time: float | None
+    children: list[NodeOut]
+
+
+class PathOut(BaseModel):
+    score: float
+    scene: str
+    event: NodeOut
+    units: list[NodeOut]
+    sources: list[dict[str, Any]]
+
+
+class SearchOut(BaseModel):
+    question: str
+    relevance: float = Field(description="best cosine between the question and anything found")
+    paths: list[PathOut]
+    short_term: list[dict[str, Any]]
+
+
+class Deleted(BaseModel):
+    removed: list[int]
+
+
+class ErrorOut(BaseModel):
+    error: str
+
+
+class Transcribed(BaseModel):
+    question: str
+
+
+def _speaker(sp: Speaker) -> SpeakerOut:
+    return SpeakerOut(
+        id=sp.id,
+        name=sp.name,
+        utterances=sp.utterances,
+        speech_seconds=round(sp.speech_seconds, 1),
+        enrolled=sp.enrolled,
+    )
+
+
+def _node(t: TreeNode) -> NodeOut:
+    n = t.node
+    return NodeOut(
+        id=n.id,
+        level=n.level.value,
+        text=n.text,
+        tokens=n.tokens,
+        utility=round(t.utility, 4),
+        frequency=n.frequency,
+        start_time=n.start_time,
+        end_time=n.end_time,
+        children=[_node(c) for c in t.children],
+    )
+
+
+def _evidence(e: Evidence) -> dict[str, Any]:
+    return {"utterance_id": e.utterance_id, "speaker": e.speaker, "time": e.time, "text": e.text}
+
+
+def _line(obj: dict[str, Any]) -> bytes:
+    return (json.dumps(obj, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def _answer_lines(items: Iterator[str | Answer]) -> Iterator[bytes]:
+    """An answer stream as NDJSON: tokens, then the answer with its evidence (or an error line)."""
+    try:
+        for item in items:
+            if isinstance(item, Answer):
+                yield _line(
+                    {
+                        "type": "answer",
+                        "text": item.text,
+                        "knows": item.knows,
+                        "evidence": [_evidence(e) for e in item.evidence],
+                        "context_tokens": item.context_tokens,
+                        "retrieval_ms": round(item.retrieval_ms, 1),
+                        "answer_ms": round(item.answer_ms, 1),
+                    }
+                )
+            else:
+                yield _line({"type": "token", "text": item})
+    except AssistantError as exc:
+        yield _line({"type": "error", "error": str(exc)})
+    finally:
+        close = getattr(items, "close", None)
+        if close is not None:
+            close()  # releases the LLM if the client went away mid-answer
+
+
+# --- middleware ---------------------------------------------------------------------------------
+
+
+class BodyLimit:
+    """413 for a body over the limit, whether it declares its length or streams in chunks."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > self.limit):
+            await _reject(send, 413, f"the request body is over the limit of {self.limit:,} bytes")
+            return
+        if declared is not None:
+            await self.app(scope, receive, send)
+            return
+        # No declared length (chunked): read it here, up to the limit, then hand it on whole.
+        # The limit is small, so holding the body costs nothing, and the app never sees a cut one.
+        body, more = bytearray(), True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":
+                return  # the client left
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+            if len(body) > self.limit:
+                await _reject(send, 413, f"the request body is over the limit of {self.limit:,} bytes")
+                return
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": bytes(body), "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+
+class TcpToken:
+    """Requests that arrive over TCP need the bearer token; the Unix socket is guarded by its mode."""
+
+    def __init__(self, app: ASGIApp, token: str | None) -> None:
+        self.app, self.token = app, token
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        server = scope.get("server") or (None, None)
+        if scope["type"] == "http" and server[1] is not None:
+            auth = dict(scope.get("headers") or []).get(b"authorization", b"").decode("latin-1")
+            expected = f"Bearer {self.token}" if self.token else None
+            if expected is None or not hmac.compare_digest(auth, expected):
+                await _reject(send, 401, "a bearer token is required over TCP (daemon.tcp.token)")
+                return
+        await self.app(scope, receive, send)
+
+
+async def _reject(send: Send, status: int, message: str) -> None:
+    body = json.dumps({"error": message}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+# --- the app ------------------------------------------------------------------------------------
+
+
+def create_app(daemon: Daemon) -> FastAPI:
+    app = FastAPI(
+        title="assistant daemon",
+        version="1",
+        description="The local API of the on-device voice memory assistant. Reachable only on its owner's "
+        "Unix socket (mode 0600), or on loopback TCP with a bearer token when configured.",
+    )
+    errors: dict[int | str, dict[str, Any]] = {400: {"model": ErrorOut}, 413: {"model": ErrorOut}}
+
+    @app.exception_handler(InputError)
+    async def bad_input(request: Request, exc: InputError) -> JSONResponse:
+        return JSONResponse({"error": str(exc)}, status_code=400)
+
+    @app.exception_handler(AssistantError)
+    async def failed(request: Request, exc: AssistantError) -> JSONResponse:
+        log.warning("%s %s: %s", request.method, request.url.path, exc)
+        return JSONResponse({"error": str(exc)}, status_code=409)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        where = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:5])
+        return JSONResponse({"error": f"invalid request: {where}"}, status_code=422)
+
+    def blocking(fn: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
+        async def run(*args: Any) -> Any:
+            return await run_in_threadpool(fn, *args)
+
+        return run
+
+    @app.get("/status", response_model=StatusOut, summary="Listening state, lag, memory budget, models")
+    async def status() -> StatusOut:
+        s = await blocking(daemon.status)()
+        out = asdict(s)
+        out["speakers"] = [_speaker(sp) for sp in s.speakers]
+        return StatusOut(**out)
+
+    @app.post(
+        "/ask",
+        summary="Ask the memory; the answer streams as NDJSON tokens, then the answer with its evidence",
+        responses={**errors, 200: {"content": {NDJSON: {}}}},
+    )
+    async def ask(body: Question) -> StreamingResponse:
+        # Checked before streaming starts, so a bad question is a 400, not an error line.
+        await blocking(daemon.memory.check_question)(body.question)
+        return StreamingResponse(iterate_in_threadpool(_answer_lines(daemon.ask(body.question))), media_type=NDJSON)
+
+    @app.get(
+        "/utterances/stream",
+        summary="The live transcript: each utterance as soon as it is stored (NDJSON)",
+        responses={200: {"content": {NDJSON: {}}}},
+    )
+    async def utterances(request: Request) -> StreamingResponse:
+        loop = asyncio.get_running_loop()
+        backlog = daemon.settings.daemon.subscriber_backlog
+        lines: asyncio.Queue[HeardEvent] = asyncio.Queue(maxsize=backlog)
+        skipped = 0
+
+        def on_heard(event: HeardEvent) -> None:  # the writer thread: never wait here
+            loop.call_soon_threadsafe(offer, event)
+
+        def offer(event: HeardEvent) -> None:
+            nonlocal skipped
+            if lines.full():
+                lines.get_nowait()  # a slow reader loses the oldest line, never the writer's time
+                skipped += 1
+            lines.put_nowait(event)
+
+        unsubscribe = daemon.subscribe(on_heard)
+
+        async def stream() -> AsyncIterator[bytes]:
+            nonlocal skipped
+            try:
+                yield _line({"type": "hello", "acknowledged": daemon.acknowledged})
+                while not daemon.closing:
+                    try:
+                        event = await asyncio.wait_for(lines.get(), timeout=1.0)
+                    except TimeoutError:
+                        continue  # look at `closing` again: a stop ends the stream cleanly
+                    if skipped:
+                        yield _line({"type": "skipped", "count": skipped})
+                        skipped = 0
+                    yield _line({"type": "utterance", **asdict(event)})
+            finally:
+                unsubscribe()
+
+        return StreamingResponse(stream(), media_type=NDJSON)
+
+    @app.post("/pause", response_model=StatusOut, summary="Stop listening (nothing is heard until resume)")
+    async def pause() -> StatusOut:
+        daemon.pause()
+        return await status()
+
+    @app.post("/resume", response_model=StatusOut, summary="Listen again")
+    async def resume() -> StatusOut:
+        daemon.resume()
+        return await status()
+
+    @app.post("/push-to-talk/start", summary="Record a spoken question (never stored)", responses=errors)
+    async def ptt_start() -> dict[str, str]:
+        daemon.start_question()
+        return {"state": "recording"}
+
+    @app.post("/push-to-talk/cancel", summary="Drop the question being recorded", responses=errors)
+    async def ptt_cancel() -> dict[str, str]:
+        daemon.cancel_question()
+        return {"state": "cancelled"}
+
+    @app.post(
+        "/push-to-talk/stop",
+        summary="Stop recording; the question's transcript, then its answer, stream as NDJSON",
+        responses={**errors, 200: {"content": {NDJSON: {}}}},
+    )
+    async def ptt_stop() -> StreamingResponse:
+        question = await blocking(daemon.stop_question)()
+
+        def lines() -> Iterator[bytes]:
+            yield _line({"type": "question", "text": question})
+            yield from _answer_lines(daemon.ask(question))
+
+        return StreamingResponse(iterate_in_threadpool(lines()), media_type=NDJSON)
+
+    @app.get("/speakers", response_model=list[SpeakerOut], summary="Voices heard, with how much each said")
+    async def speakers() -> list[SpeakerOut]:
+        return [_speaker(sp) for sp in await blocking(daemon.speakers)()]
+
+    @app.post(
+        "/speakers/{key}/name",
+        response_model=SpeakerOut,
+        summary="Name a voice; its transcript and memory are relabelled",
+        responses=errors,
+    )
+    async def name_speaker(key: str, body: SpeakerName) -> SpeakerOut:
+        return _speaker(await blocking(daemon.rename_speaker)(_key(key), body.name))
+
+    @app.post(
+        "/speakers/merge", response_model=SpeakerOut, summary="Two labels are one voice: merge them", responses=errors
+    )
+    async def merge_speakers(body: SpeakerMerge) -> SpeakerOut:
+        return _speaker(await blocking(daemon.merge_speakers)(_key(body.keep), _key(body.other)))
+
+    @app.get("/memory", response_model=list[NodeOut], summary="The memory tree: scene > event > unit")
+    async def memory() -> list[NodeOut]:
+        return [_node(t) for t in await blocking(daemon.tree)()]
+
+    @app.post(
+        "/search",
+        response_model=SearchOut,
+        summary="What an answer would see: retrieved paths and recent speech, without asking the LLM",
+        responses=errors,
+    )
+    async def search(body: Question) -> SearchOut:
+        found = await blocking(daemon.search)(body.question)
+        return SearchOut(
+            question=found.question,
+            relevance=round(found.relevance, 4),
+            paths=[
+                PathOut(
+                    score=round(p.score, 4),
+                    scene=p.scene.text,
+                    event=_node(TreeNode(p.event, 0.0, ())),
+                    units=[_node(TreeNode(a, 0.0, ())) for a in p.amus],
+                    sources=[_evidence(e) for e in p.sources],
+                )
+                for p in found.paths
+            ],
+            short_term=[
+                {"utterance_id": u.id, "speaker": u.speaker, "time": u.time, "text": u.text} for u in found.short_term
+            ],
+        )
+
+    @app.delete(
+        "/memory/nodes/{node_id}",
+        response_model=Deleted,
+        summary="Forget one node and what hangs under it",
+        responses=errors,
+    )
+    async def delete_node(node_id: int) -> Deleted:
+        return Deleted(removed=await blocking(daemon.delete_node)(node_id))
+
+    return app
+
+
+def _key(value: str) -> str | int:
+    return int(value) if value.isdigit() else value
+
+
+def wrap(app: FastAPI, daemon: Daemon) -> ASGIApp:
+    """The app as served: size limit first, then the token check for TCP requests."""
+    opts = daemon.settings.daemon
+    return BodyLimit(TcpToken(app, opts.tcp.token), opts.max_body_bytes)

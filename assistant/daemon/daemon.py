@@ -1,0 +1,426 @@
+"""`Daemon`: one process that owns the audio source, the models and the database.
+
+Threads, and what flows between them (one way):
+
+    capture ──segments──▶ SegmentQueue (memory, then disk) ──▶ transcribe ──▶ writer ──▶ events
+                                                                                 ▲
+    distill (LLM) ◀──pending blocks── writer ──mount──────────────────────────────┘
+    API requests ──short calls──▶ writer;  answers stream from the LLM outside the writer
+
+The writer is the only thread that touches the memory. An utterance is *acknowledged* (sent
+to live-transcript subscribers) only after its transaction commits, so anything a client
+has seen survives a crash. The LLM is shared by answers and distillation under one lock;
+distillation only ever waits for it, so questions never stall what is being heard.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+
+from ..audio.records import SAMPLE_RATE, AudioBlock, SpeechSegment
+from ..audio.sources import open_source
+from ..audio.vad import speech_segments
+from ..config import Settings
+from ..errors import AssistantError, InputError
+from ..memory.api import Memory, MemoryStats, TreeNode
+from ..memory.records import Answer, Retrieval, Speaker
+from ..speech.chain import Heard, Listener
+from ..speech.records import Transcript
+from .spool import Queued, SegmentQueue
+
+log = logging.getLogger(__name__)
+
+# How long an idle distiller sleeps before looking at the pending queue again (it is also woken
+# whenever a block may have been cut).
+DISTILL_POLL_SECONDS = 5.0
+# A microphone that fails to open is retried after this long (the source itself retries drops).
+SOURCE_RETRY_SECONDS = 5.0
+
+
+@dataclass(frozen=True)
+class HeardEvent:
+    """An utterance filed in the database: what live-transcript subscribers receive."""
+
+    utterance_id: int | None
+    speaker_id: int
+    speaker: str
+    text: str
+    time: float
+
+
+@dataclass(frozen=True)
+class Status:
+    state: str  # starting | listening | paused | source ended | source failed | stopping
+    paused: bool
+    # Nothing heard is waiting to be transcribed or filed (the pending blocks may still wait for the LLM).
+    idle: bool
+    source: str
+    lag_seconds: float
+    queued_segments: int
+    spooled_segments: int
+    queued_seconds: float
+    acknowledged: int
+    memory: MemoryStats
+    speakers: tuple[Speaker, ...]
+    models: dict[str, str]
+    devices: dict[str, str]
+    uptime_seconds: float
+    push_to_talk: bool
+
+
+@dataclass
+class _Recording:
+    """A push-to-talk question being recorded: the blocks the conversation never sees."""
+
+    started: float
+    blocks: list[np.ndarray] = field(default_factory=list)
+    done: threading.Event = field(default_factory=threading.Event)
+    cancelled: bool = False
+
+    @property
+    def seconds(self) -> float:
+        return sum(len(b) for b in self.blocks) / SAMPLE_RATE
+
+
+class Daemon:
+    def __init__(self, settings: Settings, *, source: str | None = None) -> None:
+        self.settings = settings
+        self.source_spec = source if source is not None else settings.daemon.source
+        self.started = time.time()
+        self.state = "starting"
+        # Set when a stop begins, before the API closes: open streams end on it.
+        self.closing = False
+        self.acknowledged = 0
+        self._listeners: list[Callable[[HeardEvent], None]] = []
+        self._stop = threading.Event()
+        self._wake_distiller = threading.Event()
+        self._llm_lock = threading.Lock()
+        self._stt_lock = threading.Lock()
+        self._recording: _Recording | None = None
+        self._threads: list[threading.Thread] = []
+        self._heard_until = 0.0
+        self._last_heard = time.monotonic()
+        self._transcribing = False
+        self._current: Queued | None = None
+        self._source_description = "microphone" if self.source_spec is None else str(self.source_spec)
+        self._paused_flag = settings.data_dir / "paused"
+        self.paused = self._paused_flag.exists()
+
+        from .writer import Writer
+
+        self.writer = Writer()
+        self.queue = SegmentQueue(settings.data_dir / "spool", settings.daemon.queue_segments)
+        self.memory: Memory
+        self.listener: Listener
+
+    # --- life cycle --------------------------------------------------------------------------
+
+    def load(self) -> None:
+        """Open the memory and load every model, so the first question or voice costs no loading."""
+        self.writer.start()
+        self.writer.call(self._open)
+        log.info("models loaded; listening on %s", self._source_description)
+
+    def _open(self) -> None:
+        self.memory = Memory(self.settings)
+        self.memory.engine.inline_distill = False
+        self.listener = Listener.from_settings(self.memory, self.settings)
+        self.listener.distill_inline = False
+        self.listener.warm_up()
+        self.memory.engine.distiller  # noqa: B018 - loads spaCy (and the LLM in llm mode) now, not on first speech
+        _ = self.memory.llm
+
+    def start(self) -> None:
+        for name, target in (("capture", self._capture), ("transcribe", self._transcribe), ("distill", self._distill)):
+            thread = threading.Thread(target=target, name=name, daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        if self.state == "starting":
+            self.state = "paused" if self.paused else "listening"
+
+    def stop(self) -> None:
+        """Stop listening, file what can be filed within `daemon.stop_seconds`, spool the rest."""
+        self.state = "stopping"
+        self._stop.set()
+        self._wake_distiller.set()
+        self.queue.close()
+        deadline = time.monotonic() + self.settings.daemon.stop_seconds
+        for thread in self._threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        current = self._current
+        if current is not None:
+            # Still being transcribed when time ran out: it goes back to the queue, then to disk.
+            self.queue.requeue(current)
+        spooled = self.queue.spool_all()
+        if spooled:
+            log.info("spooled %d untranscribed segment(s) for the next start", spooled)
+        if hasattr(self, "memory"):
+            # The sensing buffer and pending blocks are already in the database; this only closes it.
+            self.writer.call(self.memory.close)
+        self.writer.stop(timeout=5)
+
+    def healthy(self) -> bool:
+        """For the watchdog: the writer and the pipeline threads are alive and no call is wedged."""
+        return (
+            self.writer.alive
+            and self.writer.stuck_for() < 120
+            and all(t.is_alive() or t.name == "capture" for t in self._threads)
+        )
+
+    def subscribe(self, callback: Callable[[HeardEvent], None]) -> Callable[[], None]:
+        """Call `callback` (on the writer thread: it must not block) for each filed utterance."""
+        self._listeners.append(callback)
+        return lambda: self._listeners.remove(callback)
+
+    # --- the pipeline ------------------------------------------------------------------------
+
+    def _conversation(self, blocks: Iterator[AudioBlock]) -> Iterator[AudioBlock]:
+        """The source's blocks minus paused stretches and push-to-talk questions."""
+        for block in blocks:
+            if self._stop.is_set():
+                return
+            self._heard_until = block.start + block.duration
+            recording = self._recording
+            if recording is not None and not recording.done.is_set():
+                recording.blocks.append(block.samples)
+                if recording.seconds >= self.settings.daemon.max_question_seconds:
+                    recording.done.set()
+                continue
+            if self.paused:
+                continue
+            yield block
+
+    def _capture(self) -> None:
+        while not self._stop.is_set():
+            try:
+                realtime = self.source_spec is not None and self.source_spec != "-"
+                source = open_source(self.source_spec, self.settings.audio, realtime=realtime)
+                self._source_description = source.description
+                with source:
+                    for segment in speech_segments(self._conversation(source.blocks()), self.settings.vad):
+                        self.queue.put(segment)
+            except AssistantError as exc:
+                log.error("audio source: %s", exc)
+                self.state = "source failed"
+                if self._stop.wait(SOURCE_RETRY_SECONDS):
+                    return
+                self.state = "paused" if self.paused else "listening"
+                continue
+            if not self._stop.is_set():
+                # A file (or stdin) ends; a microphone only ends when asked to.
+                log.info("the audio source ended")
+                self.state = "source ended"
+                self._wake_distiller.set()
+            return
+
+    def _transcribe(self) -> None:
+        while True:
+            item = self.queue.take(timeout=1.0)
+            if item is None:
+                if self._stop.is_set():
+                    return
+                continue
+            self._transcribing, self._current = True, item
+            try:
+                with self._stt_lock:
+                    transcripts = self.listener.transcriber.transcribe(item.segment)
+                heard = self.writer.call(self._file, item.segment, transcripts)
+            except Exception:
+                # One bad segment must not stop the daemon from hearing the next.
+                log.exception("could not transcribe the segment at %.1f", item.segment.start)
+                heard = []
+            finally:
+                self._transcribing = False
+            self.queue.done(item)
+            self._current = None
+            if heard:
+                self._last_heard = time.monotonic()
+                self._wake_distiller.set()
+            if self._stop.is_set():
+                return
+
+    def _file(self, segment: SpeechSegment, transcripts: list[Transcript]) -> list[Heard]:
+        heard = self.listener.attribute(segment, transcripts)
+        for h in heard:
+            self.acknowledged += 1
+            event = HeardEvent(h.utterance.id, h.speaker_id, h.utterance.speaker, h.utterance.text, h.utterance.time)
+            for callback in list(self._listeners):
+                try:
+                    callback(event)
+                except Exception:
+                    log.exception("a live-transcript subscriber failed")
+        return heard
+
+    def _idle(self) -> bool:
+        """Nothing heard is waiting to be transcribed or filed."""
+        waiting = self.queue.state()
+        return waiting.in_memory == 0 and waiting.on_disk == 0 and not self._transcribing
+
+    def _distill(self) -> None:
+        while not self._stop.is_set():
+            self._wake_distiller.wait(DISTILL_POLL_SECONDS)
+            self._wake_distiller.clear()
+            engine = self.memory.engine
+            quiet = time.monotonic() - self._last_heard
+            ended = self.state == "source ended" and self._idle()
+            if quiet >= self.settings.daemon.idle_flush_seconds or ended:
+                # The conversation is over: file what the sensing buffer holds.
+                self.writer.call(engine.flush)
+            while not self._stop.is_set():
+                job = self.writer.call(engine.oldest_pending)
+                if job is None:
+                    break
+                block, vectors = job
+                try:
+                    with self._llm_lock:
+                        distilled = engine.distiller.distill(block, vectors)
+                    self.writer.call(engine.file_distillation, distilled)
+                except Exception:
+                    log.exception("could not distill block %d; it stays pending", block.id)
+                    break
+
+    # --- requests ----------------------------------------------------------------------------
+
+    def status(self) -> Status:
+        queue = self.queue.state()
+        lag = max(0.0, self._heard_until - queue.oldest_start) if queue.oldest_start is not None else 0.0
+        stats = self.writer.call(self.memory.stats)
+        found = tuple(self.writer.call(self.memory.speakers))
+        s = self.settings
+        transcriber = self.listener.transcriber
+        return Status(
+            state="paused" if self.paused and self.state not in ("starting", "stopping") else self.state,
+            paused=self.paused,
+            idle=self._idle(),
+            source=self._source_description,
+            lag_seconds=round(lag, 2),
+            queued_segments=queue.in_memory,
+            spooled_segments=queue.on_disk,
+            queued_seconds=round(queue.seconds, 2),
+            acknowledged=self.acknowledged,
+            memory=stats,
+            speakers=found,
+            models={role: str(getattr(s.models, role)) for role in ("llm", "embedder", "stt", "speaker")},
+            devices={
+                "stt": f"{transcriber.device} {transcriber.compute_type}",
+                "llm": self.memory.llm.device,
+            },
+            uptime_seconds=round(time.time() - self.started, 1),
+            push_to_talk=self._recording is not None,
+        )
+
+    def ask(self, question: str) -> Iterator[str | Answer]:
+        """Stream an answer: retrieval on the writer, generation under the LLM lock outside it."""
+        prepared = self.writer.call(self.memory.prepare, question)
+        with self._llm_lock:
+            yield from self.memory.answer_stream(prepared)
+
+    def pause(self) -> None:
+        self.paused = True
+        self._paused_flag.touch()
+        if self.state == "listening":
+            self.state = "paused"
+
+    def resume(self) -> None:
+        self.paused = False
+        self._paused_flag.unlink(missing_ok=True)
+        if self.state == "paused":
+            self.state = "listening"
+
+    def speakers(self) -> list[Speaker]:
+        return self.writer.call(self.memory.speakers)
+
+    def rename_speaker(self, key: str | int, name: str) -> Speaker:
+        return self.writer.call(self._relabel, lambda: self.memory.rename_speaker(key, name))
+
+    def merge_speakers(self, keep: str | int, other: str | int) -> Speaker:
+        return self.writer.call(self._relabel, lambda: self.memory.merge_speakers(keep, other))
+
+    def _relabel(self, change: Callable[[], Speaker]) -> Speaker:
+        speaker = change()
+        # The diarizer matches voices by store id; a merge removed one, a rename changed a label.
+        self.listener.reload_voices()
+        return speaker
+
+    def search(self, question: str) -> Retrieval:
+        return self.writer.call(self.memory.search, question)
+
+    def tree(self) -> list[TreeNode]:
+        return self.writer.call(self.memory.tree)
+
+    def delete_node(self, node_id: int) -> list[int]:
+        return self.writer.call(self.memory.delete, node_id)
+
+    # --- push-to-talk ------------------------------------------------------------------------
+
+    def start_question(self) -> None:
+        if self.source_spec is not None:
+            raise InputError("push-to-talk needs the microphone; this daemon listens to a file")
+        if self._recording is not None and not self._recording.done.is_set():
+            raise InputError("push-to-talk is already recording")
+        self._recording = _Recording(time.time())
+
+    def cancel_question(self) -> None:
+        recording, self._recording = self._recording, None
+        if recording is None:
+            raise InputError("push-to-talk is not recording")
+        recording.cancelled = True
+        recording.done.set()
+
+    def stop_question(self) -> str:
+        """End the recording and return what was said; nothing of it is stored."""
+        recording = self._recording
+        if recording is None:
+            raise InputError("push-to-talk is not recording")
+        recording.done.set()
+        self._recording = None
+        if not recording.blocks:
+            raise InputError("push-to-talk heard nothing")
+        samples = np.concatenate(recording.blocks).astype(np.float32) / 32768.0
+        segment = SpeechSegment(samples, recording.started, recording.started + len(samples) / SAMPLE_RATE)
+        with self._stt_lock:
+            transcripts = self.listener.transcriber.transcribe(segment)
+        text = " ".join(t.text.strip() for t in transcripts).strip()
+        if not text:
+            raise InputError("push-to-talk heard no words")
+        return text
+
+    # --- configuration -----------------------------------------------------------------------
+
+    def reload(self, settings: Settings) -> list[str]:
+        """Apply a re-read configuration; returns the changes that need a restart to take effect."""
+        old = self.settings
+        needs_restart = [
+            key
+            for key, a, b in (
+                ("models", old.models, settings.models),
+                ("paths", old.paths, settings.paths),
+                ("llm", old.llm, settings.llm),
+                ("daemon.socket", old.daemon.socket, settings.daemon.socket),
+                ("daemon.tcp", old.daemon.tcp, settings.daemon.tcp),
+                ("audio", old.audio, settings.audio),
+                ("vad", old.vad, settings.vad),
+            )
+            if a != b
+        ]
+
+        def apply() -> None:
+            self.memory.settings = settings
+            self.memory.engine.options = settings.memory
+            self.listener.transcriber.options = settings.stt
+            self.listener.diarizer.options = settings.diarization
+
+        self.writer.call(apply)
+        self.settings = replace(settings, daemon=replace(settings.daemon, socket=old.daemon.socket, tcp=old.daemon.tcp))
+        return needs_restart
+
+
+def spool_dir(settings: Settings) -> Path:
+    return settings.data_dir / "spool"

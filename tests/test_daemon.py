@@ -1,0 +1,254 @@
+"""The real daemon, as systemd runs it: a subprocess on a file source, talked to over its socket."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from assistant.store.db import _sqlite_module
+
+from .daemon_helpers import PART_ONE, PART_TWO, Transcript, daemon_config, kill_leftovers, make_recording, settled
+
+
+@pytest.fixture(autouse=True)
+def _no_daemon_left_behind():
+    yield
+    kill_leftovers()
+
+
+@pytest.fixture(scope="module")
+def recordings(tmp_path_factory):
+    root = tmp_path_factory.mktemp("daemon-audio")
+    return make_recording(root / "one", PART_ONE), make_recording(root / "two", PART_TWO)
+
+
+@pytest.fixture(scope="module")
+def running(tmp_path_factory, recordings):
+    """One daemon for the tests that only talk to it (security, errors, the API description)."""
+    d = daemon_config(tmp_path_factory.mktemp("daemon"), extra="  max_body_bytes: 4096\n")
+    d.shared = True
+    d.start(recordings[1])
+    yield d
+    assert d.stop() == 0, d.log.read_text()
+
+
+def _stored(data_dir: Path) -> dict[int, str]:
+    # A second connection, read-only, as any reader of a WAL database may have.
+    db = _sqlite_module().connect(f"file:{data_dir / 'memory.db'}?mode=ro", uri=True)
+    try:
+        return {row[0]: row[1] for row in db.execute("SELECT id, text FROM utterances")}
+    finally:
+        db.close()
+
+
+@pytest.mark.slow
+def test_sigkill_mid_ingest_loses_nothing_acknowledged(tmp_path, recordings):
+    one, two = recordings
+    # A small budget, so the restart must also keep the memory within it.
+    d = daemon_config(tmp_path / "d", budget=120)
+    d.start(one)
+    transcript = Transcript(d)
+    transcript.wait(3)
+    d.kill()  # SIGKILL: no chance to flush or spool anything
+    transcript.close()
+    acknowledged = {e["utterance_id"]: e["text"] for e in transcript.events}
+    assert len(acknowledged) >= 3
+
+    # Every utterance a client saw is in the database, word for word.
+    stored = _stored(d.data_dir)
+    for uid, text in acknowledged.items():
+        assert stored.get(uid) == text, (uid, text, stored)
+
+    d.start(two)
+    s = d.wait_for(settled, "the second part")
+    assert s["memory"]["tokens"] <= s["memory"]["token_budget"] == 120
+    stored = _stored(d.data_dir)
+    for uid, text in acknowledged.items():
+        assert stored.get(uid) == text
+    # The second part was heard too, and nothing was stored twice.
+    assert any("Italian restaurant" in t for t in stored.values())
+    assert len(set(stored.values())) == len(stored)
+    with d.client() as c:
+        reply = c.post("/ask", json={"question": "When will we book a table for?"})
+        lines = [json.loads(line) for line in reply.iter_lines()]
+    answer = lines[-1]
+    assert answer["type"] == "answer" and "friday" in answer["text"].lower(), lines
+    assert answer["evidence"] and "Friday" in answer["evidence"][0]["text"]
+    assert d.stop() == 0
+
+
+def test_sigterm_spools_what_is_left_and_the_next_start_files_it(tmp_path, recordings):
+    one, _ = recordings
+    d = daemon_config(tmp_path / "d", extra="  queue_segments: 1\n  stop_seconds: 0\n")
+    d.start(one)
+    transcript = Transcript(d)
+    transcript.wait(1)
+    started = time.monotonic()
+    assert d.stop(timeout=30) == 0
+    assert time.monotonic() - started < 30  # systemd's TimeoutStopSec
+    transcript.close()
+    log = d.log.read_text()
+    assert "stopped" in log and "Traceback" not in log
+    spooled = sorted((d.data_dir / "spool").glob("*.wav"))
+    # Restarting with no new source: the spool is transcribed first, then deleted.
+    d.start(None if not spooled else _silence(tmp_path))
+    d.wait_for(lambda s: s["spooled_segments"] == 0 and s["queued_segments"] == 0, "the spool to drain")
+    assert not list((d.data_dir / "spool").glob("*.wav"))
+    assert d.stop() == 0
+
+
+def _silence(tmp_path: Path) -> Path:
+    from .audio_helpers import silence
+
+    return silence(tmp_path / "quiet.wav", 2.0)
+
+
+def test_sighup_reloads_the_config_and_a_bad_one_changes_nothing(running):
+    before = running.status()["memory"]["token_budget"]
+    original = running.config.read_text()
+    try:
+        running.config.write_text(original + "  idle_flush_seconds: 30\nmemory:\n  budget:\n    token_budget: 5000\n")
+        running.signal(signal.SIGHUP)
+        running.wait_for(lambda s: s["memory"]["token_budget"] == 5000, "the reload", timeout=30)
+        running.config.write_text(original + "memory:\n  budget:\n    token_budget: -3\n")
+        running.signal(signal.SIGHUP)
+        time.sleep(2)
+        assert running.status()["memory"]["token_budget"] == 5000
+        assert "token_budget must be at least 1" in running.log.read_text()
+    finally:
+        running.config.write_text(original)
+        running.signal(signal.SIGHUP)
+        running.wait_for(lambda s: s["memory"]["token_budget"] == before, "the restore", timeout=30)
+
+
+def test_socket_is_private_to_its_owner(running):
+    mode = stat.S_IMODE(running.socket.stat().st_mode)
+    assert mode == 0o600
+    assert stat.S_IMODE(running.socket.parent.stat().st_mode) == 0o700
+    if os.getuid() != 0:
+        return  # only root can try as another user; the modes above are what refuse them
+    # A child that becomes `nobody` and tries to connect (the venv's python is not theirs to run,
+    # so fork rather than exec; the child only makes system calls, then leaves with os._exit).
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.setgid(65534)
+            os.setuid(65534)
+            with socket.socket(socket.AF_UNIX) as s:
+                s.connect(str(running.socket))
+            code = 0
+        except PermissionError:
+            code = 13
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 13
+
+
+def test_bad_requests_get_4xx_with_a_message(running):
+    with running.client() as c:
+        huge = c.post(
+            "/ask", content=b'{"question": "' + b"x" * 10_000 + b'"}', headers={"content-type": "application/json"}
+        )
+        assert huge.status_code == 413 and "limit" in huge.json()["error"]
+
+        def chunks():
+            for _ in range(10):
+                yield b"x" * 1000
+
+        streamed = c.post("/ask", content=chunks(), headers={"content-type": "application/json"})
+        assert streamed.status_code == 413
+        bad_json = c.post("/ask", content=b"{oops", headers={"content-type": "application/json"})
+        assert bad_json.status_code == 422 and "error" in bad_json.json()
+        empty = c.post("/ask", json={"question": "   "})
+        assert empty.status_code == 400 and "empty" in empty.json()["error"]
+        assert c.post("/speakers/nobody-here/name", json={"name": "X"}).status_code == 400
+        assert c.post("/speakers/1/name", json={"name": ""}).status_code == 422
+        assert c.delete("/memory/nodes/999999").status_code == 400
+        assert c.get("/no/such/route").status_code == 404
+        assert c.post("/push-to-talk/stop").status_code == 400  # not recording
+        assert c.post("/push-to-talk/start").status_code == 400  # a file source has no microphone
+        assert c.get("/status").status_code == 200  # and it is still up
+
+
+def test_tcp_listener_needs_the_token(tmp_path, recordings):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    token = "t0ken-for-the-test-1234"
+    d = daemon_config(tmp_path / "d", extra=f"  tcp:\n    enabled: true\n    port: {port}\n    token: {token}\n")
+    d.start(recordings[1])
+    try:
+        url = f"http://127.0.0.1:{port}/status"
+        assert httpx.get(url).status_code == 401
+        assert httpx.get(url, headers={"Authorization": "Bearer wrong"}).status_code == 401
+        assert httpx.get(url, headers={"Authorization": f"Bearer {token}"}).status_code == 200
+    finally:
+        assert d.stop() == 0
+
+
+def test_cli_is_a_client_of_the_daemon(running):
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "assistant", "--config", str(running.config), *args],
+            capture_output=True,
+            text=True,
+            env=running.env(),
+            timeout=120,
+        )
+
+    out = cli("status")
+    assert out.returncode == 0, out.stderr
+    assert "memory:" in out.stdout and "/ " in out.stdout
+    assert "paused" in cli("pause").stdout
+    assert running.status()["state"] == "paused"
+    assert "listening" in cli("resume").stdout or "source ended" in cli("status").stdout
+    # The database belongs to the daemon: a command that would write it directly refuses.
+    refused = cli("delete", "1")
+    assert refused.returncode == 4 and "stop the daemon first" in refused.stderr
+
+
+def test_cli_without_a_daemon_says_how_to_start_one(tmp_path):
+    d = daemon_config(tmp_path / "d")
+    out = subprocess.run(
+        [sys.executable, "-m", "assistant", "--config", str(d.config), "status"],
+        capture_output=True,
+        text=True,
+        env=d.env(),
+        timeout=60,
+    )
+    assert out.returncode == 6
+    assert "no daemon is running" in out.stderr and "assistant daemon" in out.stderr
+    # Pausing with no daemon is remembered for its next start.
+    out = subprocess.run(
+        [sys.executable, "-m", "assistant", "--config", str(d.config), "pause"],
+        capture_output=True,
+        text=True,
+        env=d.env(),
+        timeout=60,
+    )
+    assert out.returncode == 0 and (d.data_dir / "paused").exists()
+
+
+def test_a_second_daemon_on_the_same_data_is_refused(running, recordings):
+    second = subprocess.run(
+        [sys.executable, "-m", "assistant", "--config", str(running.config), "daemon", "--source", str(recordings[1])],
+        capture_output=True,
+        text=True,
+        env=running.env(),
+        timeout=120,
+    )
+    assert second.returncode == 6
+    assert "already uses" in second.stderr
+    assert running.status()["state"] in ("listening", "source ended")
