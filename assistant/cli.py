@@ -5,6 +5,7 @@ Every `AssistantError` becomes one clean line on stderr and a non-zero exit code
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import os
@@ -523,6 +524,140 @@ def speakers_enroll(ctx: click.Context, name: str, recording: Path) -> None:
     with _open(ctx) as mem:
         sp = enroll(mem, diarizer_from_settings(settings), name, samples)
         click.echo(f"enrolled {sp.name!r} (speaker {sp.id}) from {len(samples) / SAMPLE_RATE:.1f} s of speech")
+
+
+def _when(value: str | None, option: str) -> float | None:
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        return parse_time(value, option)
+
+
+@main.command("export")
+@click.argument("out", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["json", "markdown", "jsonl"]), default="json", show_default=True)
+@click.option("--since", default=None, help="Only speech from this time on (ISO-8601 or epoch seconds).")
+@click.option("--until", default=None, help="Only speech before this time.")
+@click.option("--speaker", default=None, help="Only this speaker's speech (name or id).")
+@click.pass_context
+def export_cmd(
+    ctx: click.Context, out: Path, fmt: str, since: str | None, until: str | None, speaker: str | None
+) -> None:
+    """Write the memory to OUT: json (complete, re-importable), markdown (to read) or jsonl (the transcript)."""
+    from .memory.archive import Selection, write_atomically
+
+    selection = Selection(_when(since, "--since"), _when(until, "--until"), speaker)
+    client = _daemon(ctx)
+    if client is not None:
+        with client:
+            size = write_atomically(out, client.export(fmt, selection.describe()))
+    else:
+        with _open(ctx) as mem, click.progressbar(length=2, label="exporting", file=sys.stderr) as bar:
+            size = mem.export(fmt, out, selection, progress=lambda _n: bar.update(1))
+    click.echo(f"wrote {out} ({size:,} bytes, {fmt})")
+
+
+@main.command("import")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.pass_context
+def import_cmd(ctx: click.Context, file: Path) -> None:
+    """Restore a JSON export into an empty memory, or merge it into this one without duplicates."""
+    client = _daemon(ctx)
+    if client is not None:
+        with client:
+            r = client.import_file(str(file.resolve()))
+        click.echo(f"{r['mode']}: {r['utterances']} utterances and {r['nodes']} nodes added, {r['duplicates']} known")
+        return
+    with _open(ctx) as mem:
+        report = mem.import_file(file)
+        mem.engine.distill_pending()
+    click.echo(
+        f"{report.mode}: {report.utterances} utterances and {report.nodes} nodes added, "
+        f"{report.duplicates} already known ({report.seconds:.1f} s)"
+    )
+
+
+@main.command()
+@click.option("--speaker", default=None, help="Everything this speaker said, and their voice.")
+@click.option("--since", default=None, help="Speech from this time on (ISO-8601 or epoch seconds).")
+@click.option("--until", default=None, help="Speech before this time.")
+@click.option("--text", default=None, help="Every utterance, and every memory, that contains these words.")
+@click.option("--everything", is_flag=True, help="The whole memory.")
+@click.option("--dry-run", is_flag=True, help="Only show what would go.")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.pass_context
+def forget(
+    ctx: click.Context,
+    speaker: str | None,
+    since: str | None,
+    until: str | None,
+    text: str | None,
+    everything: bool,
+    dry_run: bool,
+    yes: bool,
+) -> None:
+    """Forget speech and what the memory built on it; afterwards the words are nowhere on disk.
+
+    Filters combine: --speaker Sam --since 2026-11-01 forgets what Sam said since then.
+    """
+    from .memory.forget import ForgetFilter
+
+    f = ForgetFilter(
+        int(speaker) if speaker and speaker.isdigit() else speaker,
+        _when(since, "--since"),
+        _when(until, "--until"),
+        text,
+        everything,
+    ).check()
+    client = _daemon(ctx)
+    if client is not None:
+        with client:
+            plan = client.forget(_filter_body(f), dry_run=True)
+            _show_plan(plan)
+            if plan["empty"] or dry_run or not (yes or click.confirm("Forget this?", default=False)):
+                return
+            done = client.forget(_filter_body(f), dry_run=False)
+        click.echo(f"forgotten: {done['utterances']} utterances, {done['nodes']} memory nodes")
+        return
+    with _open(ctx) as mem:
+        p = mem.forget_plan(f)
+        _show_plan(
+            {
+                "empty": p.empty,
+                "utterances": len(p.utterances),
+                "nodes": len(p.nodes),
+                "refiled_events": len(p.refiled_events),
+                "speakers": len(p.speakers),
+                "examples": list(p.examples),
+            }
+        )
+        if p.empty or dry_run or not (yes or click.confirm("Forget this?", default=False)):
+            return
+        report = mem.forget(f, p)
+        mem.engine.distill_pending()
+    click.echo(
+        f"forgotten: {report.utterances} utterances, {report.nodes} memory nodes; "
+        f"database now {report.database_bytes:,} bytes"
+    )
+
+
+def _filter_body(f: Any) -> dict[str, Any]:
+    return {k: v for k, v in dataclasses.asdict(f).items() if v not in (None, False)}
+
+
+def _show_plan(plan: dict[str, Any]) -> None:
+    if plan["empty"]:
+        click.echo("nothing matches; nothing to forget")
+        return
+    click.echo(
+        f"would forget {plan['utterances']} utterances and {plan['nodes']} memory nodes"
+        + (f", re-filing the rest of {plan['refiled_events']} events" if plan["refiled_events"] else "")
+        + (f", and {plan['speakers']} voice(s)" if plan["speakers"] else "")
+    )
+    for example in plan["examples"]:
+        click.echo("  " + textwrap.shorten(example, 98))
 
 
 main.add_command(bench)

@@ -9,6 +9,7 @@ layer is checked on its own, so an error names the file, the line and the dotted
 from __future__ import annotations
 
 import dataclasses
+import re
 import types
 import typing
 from dataclasses import dataclass, field
@@ -123,6 +124,7 @@ class IngestOptions:
 
 @dataclass(frozen=True)
 class MemoryOptions:
+    retention_days: float | None = _range(0.0, None)
     stsb: STSBOptions
     distill: DistillOptions
     entities: EntitiesOptions
@@ -187,6 +189,7 @@ class DaemonOptions:
     subscriber_backlog: int = _range(1, 1_000_000)
     stop_seconds: float = _range(0.0, 600.0)
     idle_flush_seconds: float = _range(1.0, 86_400.0)
+    quiet_hours: list[str]
     max_question_seconds: float = _range(1.0, 3600.0)
     tcp: TcpOptions
 
@@ -397,9 +400,23 @@ def load_settings(
     return settings
 
 
+def parse_quiet_hours(span: str) -> tuple[int, int] | None:
+    """ "22:00-07:00" as (start, end) minutes after midnight; None when malformed."""
+    match = re.fullmatch(r"\s*(\d{1,2}):(\d{2})\s*-\s*(\d{1,2}):(\d{2})\s*", span)
+    if not match:
+        return None
+    h1, m1, h2, m2 = (int(g) for g in match.groups())
+    if h1 > 23 or h2 > 23 or m1 > 59 or m2 > 59:
+        return None
+    return h1 * 60 + m1, h2 * 60 + m2
+
+
 def _check_relations(s: Settings, source: Path) -> None:
     """Constraints between knobs that no single value can express; `source` is the layer that broke one."""
     m = s.memory
+    for i, span in enumerate(s.daemon.quiet_hours):
+        if parse_quiet_hours(span) is None:
+            raise ConfigError(f'{source}: daemon.quiet_hours[{i}] must look like "22:00-07:00"; got {span!r}')
     tcp = s.daemon.tcp
     if tcp.enabled and not (tcp.token and len(tcp.token) >= 16):
         raise ConfigError(

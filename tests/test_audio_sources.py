@@ -8,17 +8,13 @@ import os
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 from itertools import pairwise
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
 
 import numpy as np
 import pytest
-import sounddevice
-import soundfile as sf
 
 from assistant.audio.files import FileSource
 from assistant.audio.microphone import Microphone, MicrophoneError
@@ -29,6 +25,7 @@ from assistant.audio.vad import Segmenter
 from assistant.config import AudioOptions
 from assistant.errors import InputError
 from tests.audio_helpers import Dialog, espeak, make_dialog, read_int16, sox, to_16k, vad_options
+from tests.fake_portaudio import FakeDevice, FakePortAudio
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -246,190 +243,6 @@ def test_open_source_picks_stdin_a_file_or_the_microphone(
 
 
 # --- the microphone, faked at the sounddevice boundary ------------------------------------
-
-
-class FakeDevice:
-    """An input device that "hears" a WAV file, in real time, from the moment it is first opened.
-
-    Like the room it is in, the audio moves on while the device is away: a stream reopened after
-    an outage starts from where the recording has got to by then.
-    """
-
-    def __init__(
-        self,
-        index: int,
-        name: str,
-        wav: Path | None,
-        *,
-        rates: tuple[int, ...] = (16000,),
-        only_native_channels: bool = False,
-        fail_after: float | None = None,
-        fail_mode: str = "finish",
-        absent_refreshes: int = 0,
-    ) -> None:
-        self.index = index
-        self.name = name
-        if wav is None:  # an output-only device: listed, but it cannot record
-            self.audio, self.rate = np.zeros((0, 0), dtype=np.float32), rates[0]
-        else:
-            self.audio, self.rate = sf.read(wav, dtype="float32", always_2d=True)
-        assert self.rate in rates
-        self.channels = self.audio.shape[1]
-        self.rates = rates
-        self.only_native_channels = only_native_channels
-        self.fail_after = fail_after
-        self.fail_mode = fail_mode
-        self.absent_refreshes = absent_refreshes
-        self.present = True
-        self.room_start: float | None = None
-        #: What each stream opened on this device handed to its callback, as (room position, frames).
-        self.delivered: list[list[tuple[int, np.ndarray]]] = []
-
-    def supports(self, rate: float, channels: int) -> bool:
-        if rate not in self.rates or channels > self.channels:
-            return False
-        return channels == self.channels or not self.only_native_channels
-
-    def frames(self, position: int, count: int, channels: int) -> np.ndarray:
-        chunk = np.zeros((count, self.channels), dtype=np.float32)
-        part = self.audio[position : position + count]
-        chunk[: len(part)] = part
-        return chunk if channels == self.channels else chunk.mean(axis=1, keepdims=True)
-
-
-class FakeStream:
-    """sounddevice.InputStream's surface: a thread calls back with blocks into one reused buffer."""
-
-    def __init__(
-        self,
-        device: FakeDevice,
-        samplerate: float,
-        channels: int,
-        blocksize: int,
-        callback: Any,
-        finished_callback: Any,
-    ) -> None:
-        self.device = device
-        self.rate = samplerate
-        self.channels = channels
-        self.blocksize = blocksize
-        self.callback = callback
-        self.finished_callback = finished_callback
-        self.active = False
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self.delivered: list[tuple[int, np.ndarray]] = []
-        device.delivered.append(self.delivered)
-
-    def start(self) -> None:
-        self.active = True
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread.is_alive() and threading.current_thread() is not self._thread:
-            self._thread.join(timeout=2)
-        self.active = False
-
-    def close(self) -> None:
-        self.stop()
-
-    def _run(self) -> None:
-        device = self.device
-        if device.room_start is None:
-            device.room_start = time.monotonic()
-        position = int((time.monotonic() - device.room_start) * self.rate)
-        buffer = np.empty((self.blocksize, self.channels), dtype=np.float32)
-        while not self._stop.is_set():
-            due = device.room_start + (position + self.blocksize) / self.rate
-            if self._stop.wait(max(0.0, due - time.monotonic())):
-                return
-            if device.fail_after is not None and position >= device.fail_after * self.rate:
-                device.fail_after = None
-                device.present = False
-                if device.fail_mode == "finish":
-                    self.active = False
-                    self.finished_callback()
-                return  # "stall": the stream stays active but nothing more arrives
-            buffer[:] = device.frames(position, self.blocksize, self.channels)
-            self.delivered.append((position, buffer.copy()))
-            self.callback(buffer, self.blocksize, SimpleNamespace(inputBufferAdcTime=0.0), sounddevice.CallbackFlags())
-            buffer[:] = np.nan  # PortAudio reuses its buffer: a callback that kept it would see this
-            position += self.blocksize
-
-
-class FakePortAudio:
-    """The parts of sounddevice the microphone calls, over a list of fake devices."""
-
-    def __init__(self, devices: list[FakeDevice], default: int = 0) -> None:
-        self.devices = devices
-        self.default = default
-        self.refreshes = 0
-
-    def install(self, monkeypatch: pytest.MonkeyPatch) -> FakePortAudio:
-        monkeypatch.setattr(sounddevice, "query_devices", self.query_devices)
-        monkeypatch.setattr(sounddevice, "check_input_settings", self.check_input_settings)
-        monkeypatch.setattr(sounddevice, "InputStream", self.input_stream)
-        monkeypatch.setattr(sounddevice, "_terminate", lambda: None)
-        monkeypatch.setattr(sounddevice, "_initialize", self._initialize)
-        return self
-
-    def _listed(self) -> list[FakeDevice]:
-        return [d for d in self.devices if d.present]
-
-    def _info(self, position: int, device: FakeDevice) -> dict[str, Any]:
-        # PortAudio numbers devices by their position in its list, which changes as devices come and go.
-        return {
-            "name": device.name,
-            "index": position,
-            "hostapi": 0,
-            "max_input_channels": device.channels,
-            "max_output_channels": 2,
-            "default_samplerate": float(device.rate),
-        }
-
-    def query_devices(self, device: int | None = None, kind: str | None = None) -> Any:
-        listed = self._listed()
-        if device is None and kind == "input":
-            for position, d in enumerate(listed):
-                if d.index == self.default:
-                    return self._info(position, d)
-            raise sounddevice.PortAudioError("Error querying device -1")
-        return [self._info(position, d) for position, d in enumerate(listed)]
-
-    def _device(self, index: int) -> FakeDevice:
-        listed = self._listed()
-        if not 0 <= index < len(listed):
-            raise sounddevice.PortAudioError(f"Error querying device {index}")
-        return listed[index]
-
-    def check_input_settings(self, device: int, channels: int, dtype: str, samplerate: float) -> None:
-        assert dtype == "float32"
-        if not self._device(device).supports(samplerate, channels):
-            raise sounddevice.PortAudioError("Invalid sample rate [PaErrorCode -9997]")
-
-    def input_stream(
-        self,
-        *,
-        device: int,
-        samplerate: float,
-        channels: int,
-        dtype: str,
-        blocksize: int,
-        callback: Any,
-        finished_callback: Any,
-    ) -> FakeStream:
-        self.check_input_settings(device, channels, dtype, samplerate)
-        return FakeStream(self._device(device), samplerate, channels, blocksize, callback, finished_callback)
-
-    def _initialize(self) -> None:
-        self.refreshes += 1
-        for d in self.devices:
-            if not d.present:
-                if d.absent_refreshes > 0:
-                    d.absent_refreshes -= 1
-                else:
-                    d.present = True
 
 
 def listen(mic: Microphone, seconds: float, timeout: float = 15.0) -> list[AudioBlock]:

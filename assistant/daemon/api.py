@@ -16,23 +16,29 @@ import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import asdict
-from typing import Any
+from pathlib import Path as FilePath
+from typing import Annotated, Any
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Path, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, Field
 from starlette.concurrency import iterate_in_threadpool, run_in_threadpool
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..errors import AssistantError, InputError
 from ..memory.api import TreeNode
+from ..memory.archive import Selection
+from ..memory.forget import ForgetFilter
 from ..memory.records import Answer, Evidence, Speaker
 from .daemon import Daemon, HeardEvent
 
 log = logging.getLogger(__name__)
 
 NDJSON = "application/x-ndjson"
+# SQLite keeps ids as signed 64-bit integers: a larger number names nothing, and binding it fails.
+MAX_ID = 2**63 - 1
 
 
 # --- request and response bodies ---------------------------------------------------------------
@@ -72,7 +78,7 @@ class MemoryOut(BaseModel):
 
 
 class StatusOut(BaseModel):
-    state: str = Field(description="starting, listening, paused, source ended, source failed or stopping")
+    state: str = Field(description="starting, listening, paused, quiet hours, source ended, source failed or stopping")
     paused: bool
     idle: bool = Field(description="nothing heard is waiting to be transcribed or filed")
     source: str
@@ -114,6 +120,45 @@ class SearchOut(BaseModel):
     relevance: float = Field(description="best cosine between the question and anything found")
     paths: list[PathOut]
     short_term: list[dict[str, Any]]
+
+
+class ExportRequest(BaseModel):
+    format: str = Field("json", pattern="^(json|markdown|jsonl)$")
+    since: float | None = None
+    until: float | None = None
+    speaker: str | None = Field(None, min_length=1, max_length=200)
+
+
+class ImportRequest(BaseModel):
+    path: str = Field(min_length=1, max_length=4096, description="A JSON export on this machine.")
+
+
+class ImportOut(BaseModel):
+    mode: str
+    speakers: int
+    utterances: int
+    duplicates: int
+    nodes: int
+    seconds: float
+
+
+class ForgetRequest(BaseModel):
+    speaker: str | None = Field(None, min_length=1, max_length=200)
+    since: float | None = None
+    until: float | None = None
+    text: str | None = Field(None, min_length=1, max_length=1000)
+    everything: bool = False
+    dry_run: bool = Field(True, description="Only say what would go (the default: forgetting is explicit).")
+
+
+class ForgetOut(BaseModel):
+    empty: bool
+    utterances: int
+    nodes: int
+    refiled_events: int
+    speakers: int
+    examples: list[str] = []
+    database_bytes: int | None = None
 
 
 class Deleted(BaseModel):
@@ -281,6 +326,12 @@ def create_app(daemon: Daemon) -> FastAPI:
         where = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:5])
         return JSONResponse({"error": f"invalid request: {where}"}, status_code=422)
 
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        # FastAPI's and Starlette's own refusals (a body that is not UTF-8, an unknown route) would
+        # otherwise answer {"detail": ...}, not the {"error": ...} every client here reads.
+        return JSONResponse({"error": str(exc.detail)}, status_code=exc.status_code, headers=exc.headers)
+
     def blocking(fn: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
         async def run(*args: Any) -> Any:
             return await run_in_threadpool(fn, *args)
@@ -428,20 +479,70 @@ def create_app(daemon: Daemon) -> FastAPI:
             ],
         )
 
+    @app.post(
+        "/export",
+        summary="The memory as json (complete), markdown or jsonl (the transcript), streamed",
+        responses={**errors, 200: {"content": {"application/json": {}, "text/markdown": {}, NDJSON: {}}}},
+    )
+    async def export(body: ExportRequest) -> StreamingResponse:
+        selection = Selection(body.since, body.until, body.speaker)
+        chunks = await blocking(daemon.export)(body.format, selection)
+        media = {"json": "application/json", "markdown": "text/markdown", "jsonl": NDJSON}[body.format]
+        return StreamingResponse(iterate_in_threadpool(chunks), media_type=media)
+
+    @app.post("/import", response_model=ImportOut, summary="Restore or merge a JSON export", responses=errors)
+    async def import_(body: ImportRequest) -> ImportOut:
+        report = await blocking(daemon.import_file)(FilePath(body.path))
+        return ImportOut(**asdict(report))
+
+    @app.post(
+        "/forget",
+        response_model=ForgetOut,
+        summary="Forget speech and what rests on it (dry_run, the default, only counts)",
+        responses=errors,
+    )
+    async def forget(body: ForgetRequest) -> ForgetOut:
+        f = ForgetFilter(
+            _key(body.speaker) if body.speaker else None, body.since, body.until, body.text, body.everything
+        )
+        plan = await blocking(daemon.forget_plan)(f.check())
+        out = ForgetOut(
+            empty=plan.empty,
+            utterances=len(plan.utterances),
+            nodes=len(plan.nodes),
+            refiled_events=len(plan.refiled_events),
+            speakers=len(plan.speakers),
+            examples=list(plan.examples),
+        )
+        if body.dry_run or plan.empty:
+            return out
+        report = await blocking(daemon.forget)(f)
+        return out.model_copy(update={"examples": [], "database_bytes": report.database_bytes})
+
     @app.delete(
         "/memory/nodes/{node_id}",
         response_model=Deleted,
         summary="Forget one node and what hangs under it",
         responses=errors,
     )
-    async def delete_node(node_id: int) -> Deleted:
+    async def delete_node(node_id: Annotated[int, Path(ge=1, le=MAX_ID)]) -> Deleted:
         return Deleted(removed=await blocking(daemon.delete_node)(node_id))
 
     return app
 
 
 def _key(value: str) -> str | int:
-    return int(value) if value.isdigit() else value
+    """A speaker's id or name. Digits that cannot be an id ("²", 20 of them) name nobody: a 400, not a 500."""
+    text = value.strip()
+    if not text.isdigit():
+        return value
+    try:
+        number = int(text)  # ValueError for "²" (a digit, not a decimal) and for over 4,300 digits
+    except ValueError:
+        number = MAX_ID + 1
+    if number > MAX_ID:
+        raise InputError(f"no speaker {value!r}")
+    return number
 
 
 def wrap(app: FastAPI, daemon: Daemon) -> ASGIApp:

@@ -112,6 +112,23 @@ class DaemonClient:
     def memory(self) -> list[dict[str, Any]]:
         return self._call("GET", "/memory")
 
+    def export(self, fmt: str, selection: dict[str, Any]) -> Iterator[str]:
+        """The export's text, in pieces, as the daemon writes it."""
+        try:
+            with self._http.stream("POST", "/export", json={"format": fmt, **selection}) as response:
+                if response.status_code >= 400:
+                    response.read()
+                    _raise_for(response)
+                yield from response.iter_text()
+        except httpx.TransportError as exc:
+            raise NotRunning(f"the daemon at {self.path} went away ({exc})") from None
+
+    def import_file(self, path: str) -> dict[str, Any]:
+        return self._call("POST", "/import", {"path": path})
+
+    def forget(self, body: dict[str, Any], *, dry_run: bool) -> dict[str, Any]:
+        return self._call("POST", "/forget", {**body, "dry_run": dry_run})
+
     def delete_node(self, node_id: int) -> dict[str, Any]:
         return self._call("DELETE", f"/memory/nodes/{node_id}")
 

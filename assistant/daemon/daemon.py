@@ -20,17 +20,22 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from ..audio.records import SAMPLE_RATE, AudioBlock, SpeechSegment
 from ..audio.sources import open_source
 from ..audio.vad import speech_segments
-from ..config import Settings
+from ..config import Settings, parse_quiet_hours
 from ..errors import AssistantError, InputError
+from ..memory import archive
 from ..memory.api import Memory, MemoryStats, TreeNode
+from ..memory.forget import ForgetFilter, ForgetPlan, ForgetReport
 from ..memory.records import Answer, Retrieval, Speaker
+from ..memory.speakers import find as find_speaker
 from ..speech.chain import Heard, Listener
 from ..speech.records import Transcript
 from .spool import Queued, SegmentQueue
@@ -40,6 +45,8 @@ log = logging.getLogger(__name__)
 # How long an idle distiller sleeps before looking at the pending queue again (it is also woken
 # whenever a block may have been cut).
 DISTILL_POLL_SECONDS = 5.0
+# How often retention (memory.retention_days) is applied.
+EXPIRY_SECONDS = 3600.0
 # A microphone that fails to open is retried after this long (the source itself retries drops).
 SOURCE_RETRY_SECONDS = 5.0
 
@@ -193,7 +200,7 @@ class Daemon:
                 if recording.seconds >= self.settings.daemon.max_question_seconds:
                     recording.done.set()
                 continue
-            if self.paused:
+            if self.paused or self.quiet_now():
                 continue
             yield block
 
@@ -258,13 +265,35 @@ class Daemon:
                     log.exception("a live-transcript subscriber failed")
         return heard
 
+    def quiet_now(self) -> bool:
+        """Inside one of daemon.quiet_hours (local time), when it never listens."""
+        spans = [parse_quiet_hours(span) for span in self.settings.daemon.quiet_hours]
+        if not spans:
+            return False
+        now = datetime.now()
+        minute = now.hour * 60 + now.minute
+        for span in spans:
+            if span is None:
+                continue
+            start, end = span
+            if (start <= minute < end) if start <= end else (minute >= start or minute < end):
+                return True
+        return False
+
     def _idle(self) -> bool:
         """Nothing heard is waiting to be transcribed or filed."""
         waiting = self.queue.state()
         return waiting.in_memory == 0 and waiting.on_disk == 0 and not self._transcribing
 
     def _distill(self) -> None:
+        next_expiry = 0.0
         while not self._stop.is_set():
+            if time.monotonic() >= next_expiry:
+                # Retention runs here, between distillations, on the writer like every change.
+                expired = self.writer.call(self.memory.expire)
+                if expired:
+                    log.info("retention: %d utterance(s) past memory.retention_days removed", expired)
+                next_expiry = time.monotonic() + EXPIRY_SECONDS
             self._wake_distiller.wait(DISTILL_POLL_SECONDS)
             self._wake_distiller.clear()
             engine = self.memory.engine
@@ -296,7 +325,7 @@ class Daemon:
         s = self.settings
         transcriber = self.listener.transcriber
         return Status(
-            state="paused" if self.paused and self.state not in ("starting", "stopping") else self.state,
+            state=self._shown_state(),
             paused=self.paused,
             idle=self._idle(),
             source=self._source_description,
@@ -315,6 +344,15 @@ class Daemon:
             uptime_seconds=round(time.time() - self.started, 1),
             push_to_talk=self._recording is not None,
         )
+
+    def _shown_state(self) -> str:
+        if self.state in ("starting", "stopping"):
+            return self.state
+        if self.paused:
+            return "paused"
+        if self.quiet_now() and self.state == "listening":
+            return "quiet hours"
+        return self.state
 
     def ask(self, question: str) -> Iterator[str | Answer]:
         """Stream an answer: retrieval on the writer, generation under the LLM lock outside it."""
@@ -357,6 +395,45 @@ class Daemon:
 
     def delete_node(self, node_id: int) -> list[int]:
         return self.writer.call(self.memory.delete, node_id)
+
+    # --- the user's data ---------------------------------------------------------------------
+
+    def export(self, fmt: str, selection: archive.Selection) -> Iterator[str]:
+        """The export's text; the document is read on the writer, then written out from here."""
+        if fmt not in archive.FORMATS:
+            raise InputError(f"unknown export format {fmt!r}; choose json, markdown or jsonl")
+
+        def build() -> dict[str, Any]:
+            if selection.speaker is not None:
+                find_speaker(self.memory.store, _key(selection.speaker))
+            doc = archive.build_document(self.memory.store, self.memory._shaping_settings(), selection)
+            with self.memory.store.atomic():
+                self.memory.store.audit("export", {"format": fmt, "utterances": len(doc["utterances"])})
+            return doc
+
+        return archive.FORMATS[fmt](self.writer.call(build))
+
+    def import_file(self, path: Path) -> archive.ImportReport:
+        report = self.writer.call(self.memory.import_file, path)
+        self.writer.call(self.listener.reload_voices)
+        self._wake_distiller.set()
+        return report
+
+    def forget_plan(self, f: ForgetFilter) -> ForgetPlan:
+        return self.writer.call(self.memory.forget_plan, f)
+
+    def forget(self, f: ForgetFilter) -> ForgetReport:
+        def run() -> ForgetReport:
+            report = self.memory.forget(f)
+            self.listener.reload_voices()  # a forgotten speaker's voice is not matched again
+            return report
+
+        report = self.writer.call(run)
+        # Untranscribed audio in the range (or all of it) goes too: it would bring the words back.
+        if f.everything or (f.speaker is None and f.text is None):
+            self.queue.discard(f.since, f.until)
+        self._wake_distiller.set()
+        return report
 
     # --- push-to-talk ------------------------------------------------------------------------
 
@@ -420,6 +497,10 @@ class Daemon:
         self.writer.call(apply)
         self.settings = replace(settings, daemon=replace(settings.daemon, socket=old.daemon.socket, tcp=old.daemon.tcp))
         return needs_restart
+
+
+def _key(value: str) -> str | int:
+    return int(value) if value.isdigit() else value
 
 
 def spool_dir(settings: Settings) -> Path:

@@ -110,6 +110,24 @@ class SegmentQueue:
             else:
                 self._memory.appendleft(item.segment)
 
+    def discard(self, since: float | None, until: float | None) -> int:
+        """Drop waiting segments that start in [since, until) (a forget): audio and spool files."""
+
+        def inside(start: float) -> bool:
+            return (since is None or start >= since) and (until is None or start < until)
+
+        with self._cond:
+            kept = [s for s in self._memory if not inside(s.start)]
+            dropped = len(self._memory) - len(kept)
+            self._memory = deque(kept)
+            for path in list(self._disk):
+                parsed = _parse(path)
+                if parsed and inside(parsed[1]):
+                    self._disk.remove(path)
+                    path.unlink(missing_ok=True)
+                    dropped += 1
+            return dropped
+
     def close(self) -> None:
         with self._cond:
             self._closed = True

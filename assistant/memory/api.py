@@ -25,7 +25,7 @@ from ..errors import InputError
 from ..llm import LLM, load_llm, load_tokenizer
 from ..models import resolve
 from ..store.store import Store
-from . import speakers
+from . import archive, forget, speakers
 from .answer import DONT_KNOW, Prompt, build_prompt, cited_evidence, says_unknown, strip_citations
 from .budget import enforce_budget
 from .distill import Distiller
@@ -159,6 +159,65 @@ class Memory:
             removed += self.store.delete_childless()
             self.store.audit("delete_node", {"node": node_id, "removed": len(removed)})
         return removed
+
+    # --- the user's data: export, import, forget -------------------------------------------
+
+    def export(
+        self,
+        fmt: str,
+        path: Path,
+        selection: archive.Selection | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> int:
+        """Write the memory (or the selected part) to `path` atomically; returns the bytes written."""
+        selection = selection or archive.Selection()
+        if fmt not in archive.FORMATS:
+            raise InputError(f"unknown export format {fmt!r}; choose json, markdown or jsonl")
+        if selection.speaker is not None:
+            speakers.find(self.store, int(selection.speaker) if selection.speaker.isdigit() else selection.speaker)
+        doc = archive.build_document(self.store, self._shaping_settings(), selection, progress)
+        size = archive.write_atomically(path, archive.FORMATS[fmt](doc))
+        with self.store.atomic():
+            self.store.audit("export", {"format": fmt, "utterances": len(doc["utterances"]), **selection.describe()})
+        return size
+
+    def _shaping_settings(self) -> dict[str, object]:
+        """The settings that shaped this memory, carried in an export so it can be read in context."""
+        import dataclasses
+
+        s = self.settings
+        return {
+            "embedder": s.models.embedder,
+            "llm": s.models.llm,
+            "memory": dataclasses.asdict(s.memory),
+        }
+
+    def import_file(self, path: Path) -> archive.ImportReport:
+        doc = archive.read_document(path)
+        report = archive.import_document(
+            self.store, doc, embed=self._embedder.encode, count_tokens=self.tokenizer.count
+        )
+        opts = self.settings.memory
+        with self.store.atomic():
+            enforce_budget(self.store, opts.budget, opts.utility, self.store.clock)
+        self.engine.reload_buffer()
+        return report
+
+    def forget_plan(self, f: forget.ForgetFilter) -> forget.ForgetPlan:
+        return forget.plan(self.store, f)
+
+    def forget(self, f: forget.ForgetFilter, plan: forget.ForgetPlan | None = None) -> forget.ForgetReport:
+        """Forget what `f` matches (see memory/forget.py); the speech left in touched events is re-filed."""
+        report = forget.apply(self.store, f, plan if plan is not None else forget.plan(self.store, f))
+        self.engine.reload_buffer()
+        return report
+
+    def expire(self) -> int:
+        """Drop archived speech older than memory.retention_days (null keeps it forever)."""
+        days = self.settings.memory.retention_days
+        if days is None:
+            return 0
+        return forget.expire(self.store, days, _time.time())
 
     # --- speakers ----------------------------------------------------------------------------
 

@@ -1,0 +1,541 @@
+"""Export and import: the user's whole memory as one file they own, and back.
+
+JSON (`assistant-memory` format) is complete and lossless: speakers with their voices, the
+utterance archive, the tree with utilities and provenance, the sensing and pending buffers, the
+clock, and the settings that shaped it. Vectors are not in it; they follow from the text and
+are recomputed on import. A sha256 over the canonical content makes a truncated or edited file
+fail loudly instead of importing half a memory. Markdown is for reading (the tree, then the
+transcript by day and speaker); JSON Lines is the transcript alone.
+
+Import restores a file into an empty store with its ids, so export → wipe → import → export
+gives the same file; into a store that has content it merges without duplicates (utterances are
+matched by speaker, time and words; nodes by level, words and parent). Either way it is one
+transaction: a refused or failing import changes nothing.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import hashlib
+import json
+import os
+import tempfile
+import time as _time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import InputError
+from ..store.store import Store, utterance_digest
+from .records import Level, Utterance
+
+FORMAT = "assistant-memory"
+SCHEMA = 1
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which utterances an export covers; the default is everything."""
+
+    since: float | None = None
+    until: float | None = None
+    speaker: str | None = None
+
+    @property
+    def everything(self) -> bool:
+        return self.since is None and self.until is None and self.speaker is None
+
+    def describe(self) -> dict[str, Any]:
+        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
+
+
+# --- reading the store ---------------------------------------------------------------------------
+
+
+def _voice(blob: bytes | None) -> str | None:
+    return None if blob is None else base64.b64encode(blob).decode("ascii")
+
+
+def build_document(
+    store: Store,
+    settings: dict[str, Any],
+    selection: Selection | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> dict[str, Any]:
+    """The export as a JSON-ready dict (with its checksum)."""
+    selection = selection or Selection()
+    db = store.db
+    where, params = ["1=1"], []
+    if selection.since is not None:
+        where.append("u.time >= ?")
+        params.append(selection.since)
+    if selection.until is not None:
+        where.append("u.time < ?")
+        params.append(selection.until)
+    if selection.speaker is not None:
+        where.append("(s.name = ? OR CAST(s.id AS TEXT) = ?)")
+        params += [selection.speaker, selection.speaker]
+    utterances = [
+        {"id": r[0], "speaker_id": r[1], "text": r[2], "time": r[3], "created": r[4]}
+        for r in db.all(
+            "SELECT u.id, u.speaker_id, u.text, u.time, u.created "
+            "FROM utterances u JOIN speakers s ON s.id = u.speaker_id "
+            f"WHERE {' AND '.join(where)} ORDER BY u.id",
+            tuple(params),
+        )
+    ]
+    if progress:
+        progress(len(utterances))
+    kept = {u["id"] for u in utterances}
+    speaker_ids = {u["speaker_id"] for u in utterances}
+    speakers = [
+        {
+            "id": r[0],
+            "name": r[1],
+            "created": r[2],
+            "voice": _voice(r[3]),
+            "speech_seconds": r[4],
+            "enrolled": bool(r[5]),
+        }
+        for r in db.all("SELECT id, name, created, voice, speech_seconds, enrolled FROM speakers ORDER BY id")
+        if selection.everything or r[0] in speaker_ids
+    ]
+    sources: dict[int, list[int]] = {}
+    for node_id, uid in db.all("SELECT node_id, utterance_id FROM node_sources ORDER BY node_id, utterance_id"):
+        sources.setdefault(node_id, []).append(uid)
+    rows = db.all(
+        "SELECT id, level, parent_id, text, tokens, frequency, last_access, created, start_time, end_time, relation "
+        "FROM nodes ORDER BY id"
+    )
+    nodes = [
+        {
+            "id": r[0],
+            "level": r[1],
+            "parent_id": r[2],
+            "text": r[3],
+            "tokens": r[4],
+            "frequency": r[5],
+            "last_access": r[6],
+            "created": r[7],
+            "start_time": r[8],
+            "end_time": r[9],
+            "relation": r[10],
+            "sources": [u for u in sources.get(r[0], []) if u in kept],
+        }
+        for r in rows
+    ]
+    if not selection.everything:
+        # A partial export keeps the branches that rest on the chosen speech, with their ancestors.
+        wanted = {n["id"] for n in nodes if n["sources"]}
+        parent = {n["id"]: n["parent_id"] for n in nodes}
+        for nid in list(wanted):
+            while parent.get(nid) is not None:
+                nid = parent[nid]
+                wanted.add(nid)
+        nodes = [n for n in nodes if n["id"] in wanted]
+    if progress:
+        progress(len(nodes))
+    stsb = db.all("SELECT utterance_id, is_context FROM stsb ORDER BY position")
+    pending = []
+    for block_id, created in db.all("SELECT id, created FROM pending_blocks ORDER BY id"):
+        members = db.all(
+            "SELECT utterance_id, is_context FROM pending_utterances WHERE block_id = ? ORDER BY position", (block_id,)
+        )
+        pending.append(
+            {
+                "id": block_id,
+                "created": created,
+                "utterances": [u for u, c in members if not c and u in kept],
+                "context": [u for u, c in members if c and u in kept],
+            }
+        )
+    doc: dict[str, Any] = {
+        "format": FORMAT,
+        "schema": SCHEMA,
+        "complete": selection.everything,
+        "selection": selection.describe(),
+        "settings": settings,
+        "clock": store.clock,
+        "speakers": speakers,
+        "utterances": utterances,
+        "nodes": nodes,
+        "sensing_buffer": {
+            "buffer": [u for u, c in stsb if not c and u in kept],
+            "context": [u for u, c in stsb if c and u in kept],
+        },
+        "pending": [p for p in pending if p["utterances"]],
+    }
+    doc["sha256"] = checksum(doc)
+    return doc
+
+
+def checksum(doc: dict[str, Any]) -> str:
+    body = {k: v for k, v in doc.items() if k != "sha256"}
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+# --- writing files -------------------------------------------------------------------------------
+
+
+def write_atomically(path: Path, chunks: Iterator[str]) -> int:
+    """Write to a temporary file beside `path`, fsync, then rename: a failure leaves nothing behind."""
+    directory = path.parent if str(path.parent) else Path(".")
+    if not directory.is_dir():
+        raise InputError(f"{path}: cannot write the export: {directory} is not a directory")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot write the export: {exc.strerror}") from None
+    size = 0
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            for chunk in chunks:
+                fh.write(chunk)
+                size += len(chunk)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o600)  # a memory export is as private as the memory
+        os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise InputError(f"{path}: cannot write the export: {exc.strerror or exc}") from None
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return size
+
+
+def json_chunks(doc: dict[str, Any]) -> Iterator[str]:
+    # One record per line inside the arrays: readable, diffable, and written in pieces.
+    yield "{\n"
+    keys = list(doc)
+    for i, key in enumerate(keys):
+        value = doc[key]
+        end = ",\n" if i < len(keys) - 1 else "\n"
+        if isinstance(value, list) and value:
+            yield f"{json.dumps(key)}: [\n"
+            for j, item in enumerate(value):
+                yield json.dumps(item, ensure_ascii=False) + (",\n" if j < len(value) - 1 else "\n")
+            yield "]" + end
+        else:
+            yield f"{json.dumps(key)}: {json.dumps(value, ensure_ascii=False)}{end}"
+    yield "}\n"
+
+
+def jsonl_chunks(doc: dict[str, Any]) -> Iterator[str]:
+    names = {s["id"]: s["name"] for s in doc["speakers"]}
+    for u in doc["utterances"]:
+        record = {
+            "speaker": names.get(u["speaker_id"], str(u["speaker_id"])),
+            "text": u["text"],
+            "time": _iso(u["time"]),
+        }
+        yield json.dumps(record, ensure_ascii=False) + "\n"
+
+
+def _iso(t: float) -> str:
+    return datetime.fromtimestamp(t, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def markdown_chunks(doc: dict[str, Any]) -> Iterator[str]:
+    yield "# Memory export\n\n"
+    if doc["selection"]:
+        yield "Selection: " + ", ".join(f"{k} {v}" for k, v in doc["selection"].items()) + "\n\n"
+    yield "## What the memory keeps\n\n"
+    children: dict[int | None, list[dict[str, Any]]] = {}
+    for n in doc["nodes"]:
+        children.setdefault(n["parent_id"], []).append(n)
+
+    def tree(parent: int | None, depth: int) -> Iterator[str]:
+        for n in children.get(parent, []):
+            when = f" ({_iso(n['start_time'])[:10]})" if n["start_time"] and n["level"] == "event" else ""
+            yield f"{'  ' * depth}- {'**' if depth == 0 else ''}{n['text']}{'**' if depth == 0 else ''}{when}\n"
+            yield from tree(n["id"], depth + 1)
+
+    yield from tree(None, 0)
+    yield "\n## Transcript\n"
+    names = {s["id"]: s["name"] for s in doc["speakers"]}
+    day = None
+    for u in sorted(doc["utterances"], key=lambda u: (u["time"], u["id"])):
+        stamp = _iso(u["time"])
+        if stamp[:10] != day:
+            day = stamp[:10]
+            yield f"\n### {day}\n\n"
+        yield f"- {stamp[11:19]} **{names.get(u['speaker_id'], u['speaker_id'])}**: {u['text']}\n"
+
+
+FORMATS: dict[str, Callable[[dict[str, Any]], Iterator[str]]] = {
+    "json": json_chunks,
+    "jsonl": jsonl_chunks,
+    "markdown": markdown_chunks,
+}
+
+
+# --- reading files -------------------------------------------------------------------------------
+
+
+def read_document(path: Path) -> dict[str, Any]:
+    """Parse and check an export; every refusal says what is wrong with the file."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not a memory export (not UTF-8 text at byte {exc.start})") from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        hint = " (the file looks cut short)" if exc.pos >= len(text.rstrip()) - 1 else ""
+        raise InputError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}{hint}") from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise InputError(f'{path}: not a memory export (no "format": "{FORMAT}")')
+    schema = doc.get("schema")
+    if not isinstance(schema, int):
+        raise InputError(f"{path}: the export has no schema version")
+    if schema > SCHEMA:
+        raise InputError(
+            f"{path}: written by a newer version of the assistant (export schema {schema}; this one reads up to "
+            f"{SCHEMA}); upgrade to import it"
+        )
+    if doc.get("sha256") != checksum(doc):
+        raise InputError(f"{path}: the export's checksum does not match its content: it was altered or damaged")
+    _check_shape(path, doc)
+    return doc
+
+
+_FIELDS: dict[str, dict[str, tuple[type, ...]]] = {
+    "speakers": {"id": (int,), "name": (str,), "created": (int, float), "speech_seconds": (int, float)},
+    "utterances": {"id": (int,), "speaker_id": (int,), "text": (str,), "time": (int, float), "created": (int, float)},
+    "nodes": {
+        "id": (int,),
+        "level": (str,),
+        "text": (str,),
+        "tokens": (int,),
+        "frequency": (int,),
+        "last_access": (int, float),
+        "created": (int, float),
+        "sources": (list,),
+    },
+}
+
+
+def _check_shape(path: Path, doc: dict[str, Any]) -> None:
+    for section, fields in _FIELDS.items():
+        items = doc.get(section)
+        if not isinstance(items, list):
+            raise InputError(f"{path}: {section}: expected a list")
+        for i, item in enumerate(items):
+            if not isinstance(item, dict):
+                raise InputError(f"{path}: {section}[{i}]: expected an object")
+            for key, types in fields.items():
+                if not isinstance(item.get(key), types) or isinstance(item.get(key), bool):
+                    raise InputError(f"{path}: {section}[{i}].{key}: missing or of the wrong type")
+    speakers = {s["id"] for s in doc["speakers"]}
+    utterances = {u["id"] for u in doc["utterances"]}
+    nodes = {n["id"]: n for n in doc["nodes"]}
+    for i, u in enumerate(doc["utterances"]):
+        if u["speaker_id"] not in speakers:
+            raise InputError(f"{path}: utterances[{i}].speaker_id: no speaker {u['speaker_id']} in the file")
+        if not u["text"].strip():
+            raise InputError(f"{path}: utterances[{i}].text: empty")
+    for i, n in enumerate(doc["nodes"]):
+        if n["level"] not in {lvl.value for lvl in Level}:
+            raise InputError(f"{path}: nodes[{i}].level: {n['level']!r} is not scene, event or amu")
+        if (n["level"] == "scene") != (n.get("parent_id") is None) or (
+            n.get("parent_id") is not None and n["parent_id"] not in nodes
+        ):
+            raise InputError(f"{path}: nodes[{i}].parent_id: does not fit the scene > event > unit tree")
+        if any(s not in utterances for s in n["sources"]):
+            raise InputError(f"{path}: nodes[{i}].sources: names an utterance that is not in the file")
+    for key in ("buffer", "context"):
+        if any(u not in utterances for u in doc.get("sensing_buffer", {}).get(key, [])):
+            raise InputError(f"{path}: sensing_buffer.{key}: names an utterance that is not in the file")
+    for i, p in enumerate(doc.get("pending", [])):
+        if any(u not in utterances for u in p.get("utterances", []) + p.get("context", [])):
+            raise InputError(f"{path}: pending[{i}]: names an utterance that is not in the file")
+
+
+# --- restoring -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ImportReport:
+    mode: str  # restore | merge
+    speakers: int
+    utterances: int
+    duplicates: int
+    nodes: int
+    seconds: float
+
+
+def store_is_empty(store: Store) -> bool:
+    db = store.db
+    return not any(
+        db.scalar(f"SELECT count(*) FROM {t}") for t in ("speakers", "utterances", "nodes", "pending_blocks")
+    )
+
+
+def import_document(
+    store: Store,
+    doc: dict[str, Any],
+    *,
+    embed: Callable[[list[str]], np.ndarray],
+    count_tokens: Callable[[str], int],
+) -> ImportReport:
+    """Restore (empty store, ids kept) or merge (ids mapped, duplicates skipped); one transaction.
+
+    Vectors are computed before the transaction opens, so the write itself is quick.
+    """
+    started = _time.perf_counter()
+    names = {s["id"]: s["name"] for s in doc["speakers"]}
+    utterances = doc["utterances"]
+    u_vectors = embed([f"{names[u['speaker_id']]}: {u['text']}" for u in utterances]) if utterances else None
+    nodes = doc["nodes"]
+    n_vectors = embed([n["text"] for n in nodes]) if nodes else None
+    restore = store_is_empty(store)
+    db = store.db
+    speaker_map: dict[int, int] = {}
+    utterance_map: dict[int, int] = {}
+    node_map: dict[int, int] = {}
+    duplicates = 0
+    with store.atomic():
+        for s in doc["speakers"]:
+            voice = base64.b64decode(s["voice"]) if s.get("voice") else None
+            existing = db.one("SELECT id, voice FROM speakers WHERE name = ?", (s["name"],))
+            if existing is not None:
+                speaker_map[s["id"]] = existing[0]
+                if existing[1] is None and voice is not None:
+                    db.execute(
+                        "UPDATE speakers SET voice = ?, speech_seconds = ?, enrolled = ? WHERE id = ?",
+                        (voice, s["speech_seconds"], int(bool(s.get("enrolled"))), existing[0]),
+                    )
+                continue
+            speaker_map[s["id"]] = int(
+                db.execute(
+                    "INSERT INTO speakers (id, name, created, voice, speech_seconds, enrolled) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    (
+                        s["id"] if restore else None,
+                        s["name"],
+                        s["created"],
+                        voice,
+                        s["speech_seconds"],
+                        int(bool(s.get("enrolled"))),
+                    ),
+                ).lastrowid
+            )
+        for i, u in enumerate(utterances):
+            speaker = names[u["speaker_id"]]
+            digest = utterance_digest(Utterance(speaker, u["text"], u["time"]))
+            found = db.one("SELECT id FROM utterances WHERE digest = ?", (digest,))
+            if found is not None:
+                utterance_map[u["id"]] = found[0]
+                duplicates += 1
+                continue
+            new_id = int(
+                db.execute(
+                    "INSERT INTO utterances (id, speaker_id, text, time, created, digest) VALUES (?, ?, ?, ?, ?, ?)",
+                    (
+                        u["id"] if restore else None,
+                        speaker_map[u["speaker_id"]],
+                        u["text"],
+                        u["time"],
+                        u["created"],
+                        digest,
+                    ),
+                ).lastrowid
+            )
+            utterance_map[u["id"]] = new_id
+            assert u_vectors is not None
+            db.execute(
+                "INSERT INTO utterance_vectors (utterance_id, embedding) VALUES (?, ?)", (new_id, _blob(u_vectors[i]))
+            )
+        added_nodes = 0
+        for i, n in enumerate(nodes):  # parents come before children: ids grow down the tree
+            parent = node_map.get(n["parent_id"]) if n["parent_id"] is not None else None
+            if not restore:
+                same = db.one(
+                    "SELECT id FROM nodes WHERE level = ? AND text = ? AND parent_id IS ?",
+                    (n["level"], n["text"], parent),
+                )
+                if same is not None:
+                    node_map[n["id"]] = same[0]
+                    store.add_sources(same[0], [utterance_map[s] for s in n["sources"]])
+                    continue
+            new_id = int(
+                db.execute(
+                    "INSERT INTO nodes (id, level, parent_id, text, tokens, frequency, last_access, created, "
+                    "start_time, end_time, relation) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        n["id"] if restore else None,
+                        n["level"],
+                        parent,
+                        n["text"],
+                        # Counted in this assistant's tokenizer: the budget is measured in it.
+                        max(1, count_tokens(n["text"])),
+                        n["frequency"],
+                        n["last_access"],
+                        n["created"],
+                        n.get("start_time"),
+                        n.get("end_time"),
+                        n.get("relation"),
+                    ),
+                ).lastrowid
+            )
+            node_map[n["id"]] = new_id
+            assert n_vectors is not None
+            db.execute("INSERT INTO node_vectors (node_id, embedding) VALUES (?, ?)", (new_id, _blob(n_vectors[i])))
+            store.add_sources(new_id, [utterance_map[s] for s in n["sources"]])
+            added_nodes += 1
+        buffer = doc.get("sensing_buffer", {})
+        if restore:
+            by_id = {u.id: u for u in store.utterances(utterance_map.values())}
+            store.set_stsb(
+                [by_id[utterance_map[u]] for u in buffer.get("buffer", [])],
+                [by_id[utterance_map[u]] for u in buffer.get("context", [])],
+            )
+            for p in doc.get("pending", []):
+                db.execute("INSERT INTO pending_blocks (id, created) VALUES (?, ?)", (p["id"], p["created"]))
+                members = [(u, 1) for u in p["context"]] + [(u, 0) for u in p["utterances"]]
+                db.executemany(
+                    "INSERT INTO pending_utterances (block_id, position, utterance_id, is_context) VALUES (?, ?, ?, ?)",
+                    [(p["id"], i, utterance_map[u], c) for i, (u, c) in enumerate(members)],
+                )
+        else:
+            # Speech the file had not yet filed is filed here: it becomes pending, to be distilled.
+            fresh = [u for u in buffer.get("buffer", []) if u in utterance_map] + [
+                u for p in doc.get("pending", []) for u in p["utterances"]
+            ]
+            rows = store.utterances(utterance_map[u] for u in fresh)
+            if rows:
+                store.add_pending(rows, [])
+        store.advance_clock(float(doc.get("clock") or 0))
+        store.audit(
+            "import",
+            {
+                "mode": "restore" if restore else "merge",
+                "utterances": len(utterances) - duplicates,
+                "nodes": added_nodes,
+            },
+        )
+    store.reload_index()
+    return ImportReport(
+        "restore" if restore else "merge",
+        len(speaker_map),
+        len(utterances) - duplicates,
+        duplicates,
+        added_nodes,
+        _time.perf_counter() - started,
+    )
+
+
+def _blob(vector: np.ndarray) -> bytes:
+    return np.asarray(vector, dtype=np.float32).tobytes()
