@@ -271,3 +271,74 @@ def speech(
     click.echo(markdown)
     _write(json_out, json.dumps(report, indent=1))
     _write(md_out, markdown)
+
+
+@bench.command("daemon")
+@click.option(
+    "--clients", type=click.IntRange(min=1), default=20, show_default=True, help="Clients asking at the same time."
+)
+@click.option(
+    "--questions-per-client", type=click.IntRange(min=1), default=2, show_default=True, help="Asked one after another."
+)
+@click.option(
+    "--llm",
+    default="qwen2.5-coder-0.5b-instruct",
+    show_default=True,
+    help="The model that answers (a models/manifest.yaml name).",
+)
+@click.option(
+    "--turns",
+    type=click.IntRange(min=2),
+    default=None,
+    help="Speak only the first N turns of the 20-turn script (a shorter run).",
+)
+@click.option(
+    "--slow-interval",
+    type=click.FloatRange(min=0.1),
+    default=3.0,
+    show_default=True,
+    help="Seconds the slow live-transcript reader waits between lines.",
+)
+@click.option(
+    "--keep", type=click.Path(file_okay=False, path_type=Path), default=None, help="Keep recordings, data and logs."
+)
+@click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), default=None)
+@click.option("--markdown", "md_out", type=click.Path(dir_okay=False, path_type=Path), default=None)
+@click.pass_context
+def daemon(
+    ctx: click.Context,
+    clients: int,
+    questions_per_client: int,
+    llm: str,
+    turns: int | None,
+    slow_interval: float,
+    keep: Path | None,
+    json_out: Path | None,
+    md_out: Path | None,
+) -> None:
+    """Ask a real daemon questions from many clients while it hears a recording; compare with no load."""
+    import shlex
+    import sys
+    import tempfile
+
+    from .daemon_load import SCRIPT, Plan, daemon_markdown, run_daemon_bench
+    from .voices import check_tools
+
+    settings = load_settings(ctx.obj["config"])
+    check_tools()
+    plan = Plan(
+        llm=llm,
+        clients=clients,
+        questions_per_client=questions_per_client,
+        slow_interval=slow_interval,
+        turns=turns or len(SCRIPT),
+    )
+    command = shlex.join(["assistant", *sys.argv[1:]])
+    with tempfile.TemporaryDirectory(prefix="assistant-bench-daemon-") as tmp:
+        work = keep or Path(tmp)
+        work.mkdir(parents=True, exist_ok=True)
+        report = run_daemon_bench(settings, plan, work, command=command, progress=lambda m: click.echo(m, err=True))
+    markdown = daemon_markdown(report)
+    click.echo(markdown)
+    _write(json_out, json.dumps(report, indent=1))
+    _write(md_out, markdown)

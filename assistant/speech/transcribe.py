@@ -227,14 +227,18 @@ def guard(raw: Iterable[Segment], segment: SpeechSegment, options: SttOptions) -
     out: list[Transcript] = []
     for seg in raw:
         if is_invented(seg.no_speech_prob, seg.avg_logprob, options):
+            # Logs never carry words: a forget could not reach them in the journal.
             log.debug(
-                "dropped as invented (no_speech %.2f, logprob %.2f): %r", seg.no_speech_prob, seg.avg_logprob, seg.text
+                "dropped as invented (no_speech %.2f, logprob %.2f, %d characters)",
+                seg.no_speech_prob,
+                seg.avg_logprob,
+                len(seg.text),
             )
             continue
         text = seg.text.strip()
         ratio = compression_ratio(text)
         if ratio > options.compression_ratio_threshold:
-            log.debug("dropped as a loop (compression ratio %.2f): %r", ratio, text)
+            log.debug("dropped as a loop (compression ratio %.2f, %d characters)", ratio, len(text))
             continue
         words = tuple(Word(w.word, at(w.start), at(w.end), float(w.probability)) for w in seg.words or ())
         if words:
