@@ -644,7 +644,10 @@ def forget(
 
 
 def _filter_body(f: Any) -> dict[str, Any]:
-    return {k: v for k, v in dataclasses.asdict(f).items() if v not in (None, False)}
+    body = {k: v for k, v in dataclasses.asdict(f).items() if v not in (None, False)}
+    if "speaker" in body:
+        body["speaker"] = str(body["speaker"])  # the API takes ids and names alike, as text
+    return body
 
 
 def _show_plan(plan: dict[str, Any]) -> None:
@@ -762,3 +765,12 @@ def paths(ctx: click.Context) -> None:
 
 if __name__ == "__main__":  # pragma: no cover
     main()
+
+
+@main.command()
+@click.pass_context
+def tui(ctx: click.Context) -> None:
+    """A terminal window on the running daemon: chat, live transcript, memory, speakers."""
+    from .tui.app import run
+
+    run(ctx.obj["config"])

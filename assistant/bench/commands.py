@@ -342,3 +342,26 @@ def daemon(
     click.echo(markdown)
     _write(json_out, json.dumps(report, indent=1))
     _write(md_out, markdown)
+
+
+@bench.command("tui")
+@click.option("--questions", type=click.IntRange(min=1), default=10, show_default=True, help="Questions to ask.")
+@click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), default=None)
+@click.pass_context
+def tui(ctx: click.Context, questions: int, json_out: Path | None) -> None:
+    """Enter → first answer token in the TUI (Pilot, the running daemon), and keypress latency meanwhile."""
+    import shlex
+    import sys
+
+    from ..daemon.client import DaemonClient
+    from .tui_latency import run_tui_latency, tui_markdown
+
+    settings = load_settings(ctx.obj["config"])
+    client = DaemonClient.connect(settings)
+    if client is None:
+        raise InputError("no daemon is running for this config; start one (`assistant daemon`) and run this again")
+    client.close()
+    report = run_tui_latency(ctx.obj["config"], questions, lambda m: click.echo(m, err=True))
+    command = shlex.join(["assistant", *sys.argv[1:]])
+    click.echo(tui_markdown(report, command))
+    _write(json_out, json.dumps(report, indent=1))

@@ -22,7 +22,7 @@ from typing import Annotated, Any
 from fastapi import FastAPI, Path, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import iterate_in_threadpool, run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -123,6 +123,9 @@ class SearchOut(BaseModel):
 
 
 class ExportRequest(BaseModel):
+    # Strict: `"since": true` is not a time (lax parsing read it as 1.0; the fuzzer sent it).
+    model_config = ConfigDict(strict=True)
+
     format: str = Field("json", pattern="^(json|markdown|jsonl)$")
     since: float | None = None
     until: float | None = None
@@ -143,6 +146,9 @@ class ImportOut(BaseModel):
 
 
 class ForgetRequest(BaseModel):
+    # Strict, as ExportRequest: and `"everything": "yes"` must not read as true on a request that deletes.
+    model_config = ConfigDict(strict=True)
+
     speaker: str | None = Field(None, min_length=1, max_length=200)
     since: float | None = None
     until: float | None = None
@@ -310,7 +316,11 @@ def create_app(daemon: Daemon) -> FastAPI:
         description="The local API of the on-device voice memory assistant. Reachable only on its owner's "
         "Unix socket (mode 0600), or on loopback TCP with a bearer token when configured.",
     )
-    errors: dict[int | str, dict[str, Any]] = {400: {"model": ErrorOut}, 413: {"model": ErrorOut}}
+    errors: dict[int | str, dict[str, Any]] = {
+        400: {"model": ErrorOut},
+        413: {"model": ErrorOut},
+        422: {"model": ErrorOut, "description": "The request does not fit the schema"},
+    }
 
     @app.exception_handler(InputError)
     async def bad_input(request: Request, exc: InputError) -> JSONResponse:
@@ -485,6 +495,8 @@ def create_app(daemon: Daemon) -> FastAPI:
         responses={**errors, 200: {"content": {"application/json": {}, "text/markdown": {}, NDJSON: {}}}},
     )
     async def export(body: ExportRequest) -> StreamingResponse:
+        if body.speaker:
+            _key(body.speaker)  # a 400 for "³" or an id past SQLite's range, which daemon.export would 500 on
         selection = Selection(body.since, body.until, body.speaker)
         chunks = await blocking(daemon.export)(body.format, selection)
         media = {"json": "application/json", "markdown": "text/markdown", "jsonl": NDJSON}[body.format]

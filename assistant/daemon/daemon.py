@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..audio.records import SAMPLE_RATE, AudioBlock, SpeechSegment
-from ..audio.sources import open_source
+from ..audio.sources import AudioSource, open_source
 from ..audio.vad import speech_segments
 from ..config import Settings, parse_quiet_hours
 from ..errors import AssistantError, InputError
@@ -116,6 +116,7 @@ class Daemon:
         self._last_heard = time.monotonic()
         self._transcribing = False
         self._current: Queued | None = None
+        self._source: AudioSource | None = None
         self._source_description = "microphone" if self.source_spec is None else str(self.source_spec)
         self._paused_flag = settings.data_dir / "paused"
         self.paused = self._paused_flag.exists()
@@ -156,6 +157,12 @@ class Daemon:
         """Stop listening, file what can be filed within `daemon.stop_seconds`, spool the rest."""
         self.state = "stopping"
         self._stop.set()
+        source = self._source
+        if source is not None and self.source_spec is None:
+            # A microphone waiting for its device to come back would hold the capture thread past
+            # stop_seconds, and with it the speech the segmenter still holds open; its close may
+            # come from another thread and ends that wait, so the segment is flushed and filed.
+            source.close()
         self._wake_distiller.set()
         self.queue.close()
         deadline = time.monotonic() + self.settings.daemon.stop_seconds
@@ -209,6 +216,7 @@ class Daemon:
             try:
                 realtime = self.source_spec is not None and self.source_spec != "-"
                 source = open_source(self.source_spec, self.settings.audio, realtime=realtime)
+                self._source = source
                 self._source_description = source.description
                 with source:
                     for segment in speech_segments(self._conversation(source.blocks()), self.settings.vad):
@@ -357,6 +365,10 @@ class Daemon:
     def ask(self, question: str) -> Iterator[str | Answer]:
         """Stream an answer: retrieval on the writer, generation under the LLM lock outside it."""
         prepared = self.writer.call(self.memory.prepare, question)
+        if prepared.prompt is None:
+            # Nothing relevant: the answer needs no LLM, so it must not queue behind those that do.
+            yield from self.memory.answer_stream(prepared)
+            return
         with self._llm_lock:
             yield from self.memory.answer_stream(prepared)
 
