@@ -763,10 +763,6 @@ def paths(ctx: click.Context) -> None:
     click.echo(f"models:      {s.models_dir}")
 
 
-if __name__ == "__main__":  # pragma: no cover
-    main()
-
-
 @main.command()
 @click.pass_context
 def tui(ctx: click.Context) -> None:
@@ -774,3 +770,7 @@ def tui(ctx: click.Context) -> None:
     from .tui.app import run
 
     run(ctx.obj["config"])
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

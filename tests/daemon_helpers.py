@@ -16,6 +16,10 @@ import httpx
 
 from .audio_helpers import espeak, silence, sox, to_16k
 from .conftest import MODELS_DIR
+from .fake_portaudio import Playlist
+
+# Put first on a daemon's PYTHONPATH, its sitecustomize fakes the microphone (see there).
+FAKE_MICROPHONE = Path(__file__).resolve().parent / "fake_microphone"
 
 # Two voices the diarizer tells apart (tests/test_listen.py measures it).
 VOICES = {"Sam": ("en-us", "-s", "160"), "Priya": ("en+f5", "-s", "145")}
@@ -56,6 +60,8 @@ class DaemonProcess:
     process: subprocess.Popen[bytes] | None = None
     # Shared by a module's tests: its fixture ends it, not the per-test cleanup.
     shared: bool = False
+    # The fake microphone the daemon hears when it has no source (set by `start(fake_mic=...)`).
+    fake_mic: Playlist | None = None
     log: Path = field(init=False)
 
     def __post_init__(self) -> None:
@@ -66,14 +72,23 @@ class DaemonProcess:
         return self.root / "data"
 
     def env(self) -> dict[str, str]:
-        return {
+        env = {
             **os.environ,
             "XDG_CONFIG_HOME": str(self.root / "xdg"),
             "XDG_RUNTIME_DIR": str(self.root / "run"),
             "HF_HUB_OFFLINE": "1",
         }
+        if self.fake_mic is not None:
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(FAKE_MICROPHONE), os.environ.get("PYTHONPATH")]))
+            env.update(self.fake_mic.env())
+        return env
 
-    def start(self, source: Path | None, *, wait: float = 300) -> DaemonProcess:
+    def start(
+        self, source: Path | None = None, *, wait: float = 300, fake_mic: Playlist | None = None
+    ) -> DaemonProcess:
+        """Start on `source`, or with none on the microphone: `fake_mic`'s when given (kept for restarts)."""
+        if fake_mic is not None:
+            self.fake_mic = fake_mic
         args = [sys.executable, "-m", "assistant", "--config", str(self.config), "-v", "daemon"]
         if source is not None:
             args += ["--source", str(source)]
@@ -140,6 +155,17 @@ def settled(s: dict[str, Any]) -> bool:
 
 
 _STARTED: list[DaemonProcess] = []
+
+
+def stored_utterances(data_dir: Path) -> dict[int, str]:
+    """The utterance archive, read as any other reader of the WAL database may: a second read-only connection."""
+    from assistant.store.db import _sqlite_module
+
+    db = _sqlite_module().connect(f"file:{data_dir / 'memory.db'}?mode=ro", uri=True)
+    try:
+        return {row[0]: row[1] for row in db.execute("SELECT id, text FROM utterances")}
+    finally:
+        db.close()
 
 
 def kill_leftovers() -> None:

@@ -397,10 +397,13 @@ class FakePortAudio:
 class Playlist:
     """Plays recordings into a daemon's fake microphone and pulls its plug (the protocol's writer)."""
 
-    def __init__(self, directory: Path, *, rate: int = 16000, channels: int = 1) -> None:
+    def __init__(
+        self, directory: Path, *, rate: int = 16000, channels: int = 1, only_native_channels: bool = False
+    ) -> None:
         self.directory = directory
         self.rate = rate
         self.channels = channels
+        self.only_native_channels = only_native_channels
         self._count = 0
         directory.mkdir(parents=True, exist_ok=True)
 
@@ -410,6 +413,7 @@ class Playlist:
             "ASSISTANT_FAKE_MIC": str(self.directory),
             "ASSISTANT_FAKE_MIC_RATE": str(self.rate),
             "ASSISTANT_FAKE_MIC_CHANNELS": str(self.channels),
+            "ASSISTANT_FAKE_MIC_NATIVE": "1" if self.only_native_channels else "0",
         }
 
     def play(self, wav: Path) -> Path:

@@ -161,7 +161,7 @@ class Daemon:
         if source is not None and self.source_spec is None:
             # A microphone waiting for its device to come back would hold the capture thread past
             # stop_seconds, and with it the speech the segmenter still holds open; its close may
-            # come from another thread and ends that wait, so the segment is flushed and filed.
+            # come from another thread and ends that wait, so the segment is flushed and spooled.
             source.close()
         self._wake_distiller.set()
         self.queue.close()
@@ -202,10 +202,13 @@ class Daemon:
                 return
             self._heard_until = block.start + block.duration
             recording = self._recording
-            if recording is not None and not recording.done.is_set():
-                recording.blocks.append(block.samples)
-                if recording.seconds >= self.settings.daemon.max_question_seconds:
-                    recording.done.set()
+            if recording is not None:
+                # Past the length limit the question is cut, but the speaker is still talking to
+                # the assistant, not the room: nothing reaches the conversation until they stop.
+                if not recording.done.is_set():
+                    recording.blocks.append(block.samples)
+                    if recording.seconds >= self.settings.daemon.max_question_seconds:
+                        recording.done.set()
                 continue
             if self.paused or self.quiet_now():
                 continue

@@ -1,0 +1,138 @@
+"""The chat: a question box, the session's questions and streamed answers with their evidence.
+
+The pane only shows things; the app's workers talk to the daemon and post the messages below.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical, VerticalScroll
+from textual.message import Message
+from textual.widgets import Input, Label, ListItem, ListView, Static
+
+from ..memory.records import format_time
+
+
+class QuestionView(Static):
+    def __init__(self, question: str, *, spoken: bool = False) -> None:
+        prefix = "🎤 " if spoken else "› "
+        super().__init__(Text(prefix + question), classes="question")
+
+
+class Notice(Static):
+    """A line from the app, not the daemon: refusals, connection trouble, push-to-talk."""
+
+    def __init__(self, text: str, *, error: bool = False) -> None:
+        super().__init__(Text(text), classes="notice -error" if error else "notice")
+
+
+class AnswerView(Static):
+    """An answer as it streams: tokens are appended, then the final text replaces them."""
+
+    def __init__(self) -> None:
+        super().__init__("…", classes="answer -pending")
+        self.text = ""
+        self.tokens = 0
+        self.done = False
+
+    def append(self, token: str) -> None:
+        self.tokens += 1
+        self.text += token
+        self.update(Text(self.text))
+
+    def finish(self, text: str, *, knows: bool = True) -> None:
+        self.text, self.done = text, True
+        self.remove_class("-pending")
+        self.set_class(not knows, "-unknown")
+        self.update(Text(text))
+
+    def fail(self, message: str) -> None:
+        self.done = True
+        self.remove_class("-pending")
+        self.add_class("-error")
+        self.update(Text((self.text + "\n" if self.text else "") + f"✖ {message}"))
+
+
+class EvidenceItem(ListItem):
+    def __init__(self, evidence: dict[str, Any]) -> None:
+        self.evidence = evidence
+        when = format_time(evidence["time"]) if evidence.get("time") is not None else "?"
+        label = Text.assemble((f"{evidence.get('speaker', '?')}", "bold"), f" · {when} — “{evidence.get('text', '')}”")
+        super().__init__(Label(label))
+
+
+class EvidenceList(ListView):
+    """What the answer rests on; Enter (or a click) opens the transcript around a piece."""
+
+    DEFAULT_CSS = "EvidenceList { height: auto; max-height: 8; }"
+
+
+class ChatPane(Vertical):
+    class Ask(Message):
+        """The user submitted a question that passed the local checks."""
+
+        def __init__(self, question: str) -> None:
+            super().__init__()
+            self.question = question
+
+    def __init__(self, *, max_chars: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.max_chars = max_chars
+
+    def compose(self) -> ComposeResult:
+        yield VerticalScroll(
+            Static("Ask about anything that was said. Enter asks; ctrl+t talks; ? or F1 for help.", classes="hint"),
+            id="chat-log",
+        )
+        yield Static("", id="recording")
+        yield Input(placeholder="Ask a question…", id="question")
+
+    @property
+    def log_view(self) -> VerticalScroll:
+        return self.query_one("#chat-log", VerticalScroll)
+
+    @property
+    def input(self) -> Input:
+        return self.query_one("#question", Input)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id != "question":
+            return
+        event.stop()
+        question = " ".join(event.value.split())
+        if not question:
+            self.app.notify("Type a question first; nothing was sent.", title="Empty question")
+            return
+        if len(question) > self.max_chars:
+            # Refused here, before anything is sent or rendered: a huge paste must never freeze the UI.
+            self.add_notice(
+                f"That question is {len(question):,} characters long; the limit is {self.max_chars:,} "
+                "(memory.answer.max_question_chars). Nothing was sent.",
+                error=True,
+            )
+            event.input.value = ""
+            return
+        event.input.value = ""
+        self.post_message(self.Ask(question))
+
+    def add_notice(self, text: str, *, error: bool = False) -> Notice:
+        notice = Notice(text, error=error)
+        self.log_view.mount(notice)
+        self.log_view.scroll_end(animate=False)
+        return notice
+
+    def start_answer(self, question: str, *, spoken: bool = False) -> AnswerView:
+        answer = AnswerView()
+        self.log_view.mount(QuestionView(question, spoken=spoken), answer)
+        self.log_view.scroll_end(animate=False)
+        return answer
+
+    def add_evidence(self, answer: AnswerView, evidence: list[dict[str, Any]]) -> None:
+        if not evidence:
+            return
+        items = [EvidenceItem(e) for e in evidence]
+        self.log_view.mount(EvidenceList(*items, classes="evidence"), after=answer)
+        self.log_view.scroll_end(animate=False)

@@ -1,0 +1,355 @@
+"""Modal dialogs: confirm, rename, merge, export, forget, the transcript around a piece of evidence, help."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
+from textual.message import Message
+from textual.screen import ModalScreen
+from textual.widgets import Button, Checkbox, Input, Label, Markdown, Select, Static
+
+from ..errors import AssistantError
+from ..memory.archive import write_atomically
+from ..memory.records import format_time
+from ..transcripts import parse_time
+
+if TYPE_CHECKING:
+    from .client import AsyncDaemonClient
+
+CONTEXT_SECONDS = 180  # either side of a piece of evidence: enough to see the exchange it came from
+
+
+def when(value: str, what: str) -> float | None:
+    """A time typed by the user: epoch seconds or ISO-8601 (as the CLI's --since/--until)."""
+    value = value.strip()
+    if not value:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        return parse_time(value, what)
+
+
+def client_of(screen: ModalScreen[Any]) -> AsyncDaemonClient:
+    return screen.app.client  # type: ignore[attr-defined, no-any-return]
+
+
+class Dialog(ModalScreen[Any]):
+    BINDINGS = [Binding("escape", "dismiss_none", "Close", id="dialog.close", tooltip="Close without doing anything")]  # noqa: RUF012
+
+    def action_dismiss_none(self) -> None:
+        self.dismiss(None)
+
+
+class ConfirmScreen(Dialog):
+    def __init__(self, question: str, *, action: str = "Forget") -> None:
+        super().__init__()
+        self.question, self.action = question, action
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Static(Text(self.question), classes="dialog-text")
+            with Horizontal(classes="buttons"):
+                yield Button(self.action, variant="error", id="yes")
+                yield Button("Cancel", id="no")
+
+    def on_mount(self) -> None:
+        self.query_one("#no", Button).focus()  # the safe choice is the default
+
+    @on(Button.Pressed)
+    def answer(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "yes")
+
+
+class NameScreen(Dialog):
+    """Rename a speaker; dismisses with the new name or None."""
+
+    def __init__(self, speaker: dict[str, Any]) -> None:
+        super().__init__()
+        self.speaker = speaker
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label(f"Name speaker {self.speaker['id']} (now “{self.speaker['name']}”):")
+            yield Input(value=self.speaker["name"], id="name")
+            with Horizontal(classes="buttons"):
+                yield Button("Rename", variant="primary", id="ok")
+                yield Button("Cancel", id="cancel")
+
+    @on(Input.Submitted)
+    @on(Button.Pressed, "#ok")
+    def ok(self) -> None:
+        name = self.query_one("#name", Input).value.strip()
+        if not name:
+            self.notify("A name cannot be empty.", severity="warning")
+            return
+        self.dismiss(name)
+
+    @on(Button.Pressed, "#cancel")
+    def cancel(self) -> None:
+        self.dismiss(None)
+
+
+class MergeScreen(Dialog):
+    """Pick the speaker who stays and the one merged into them; dismisses with (keep, other) ids."""
+
+    def __init__(self, speakers: list[dict[str, Any]], selected: dict[str, Any] | None) -> None:
+        super().__init__()
+        self.speakers, self.selected = speakers, selected
+
+    def compose(self) -> ComposeResult:
+        options = [(f"{s['name']} (#{s['id']})", str(s["id"])) for s in self.speakers]
+        keep = str(self.selected["id"]) if self.selected else Select.NULL
+        with Vertical(classes="dialog"):
+            yield Label("Two labels are one voice. Keep:")
+            yield Select(options, value=keep, id="keep")
+            yield Label("and merge into it:")
+            yield Select(options, id="other")
+            with Horizontal(classes="buttons"):
+                yield Button("Merge", variant="warning", id="ok")
+                yield Button("Cancel", id="cancel")
+
+    @on(Button.Pressed, "#ok")
+    def ok(self) -> None:
+        keep, other = self.query_one("#keep", Select).value, self.query_one("#other", Select).value
+        if not isinstance(keep, str) or not isinstance(other, str) or keep == other:
+            self.notify("Pick two different speakers.", severity="warning")
+            return
+        self.dismiss((keep, other))
+
+    @on(Button.Pressed, "#cancel")
+    def cancel(self) -> None:
+        self.dismiss(None)
+
+
+class ExportScreen(Dialog):
+    """Export to a file: the daemon streams it, the file is written atomically (all or nothing)."""
+
+    def __init__(self, default_path: Path) -> None:
+        super().__init__()
+        self.default_path = default_path
+
+    def compose(self) -> ComposeResult:
+        formats = [("json (complete, re-importable)", "json"), ("markdown (to read)", "markdown"), ("jsonl", "jsonl")]
+        with Vertical(classes="dialog"):
+            yield Label("Export the memory", classes="dialog-title")
+            with Grid(classes="form"):
+                yield Label("format")
+                yield Select(formats, value="json", allow_blank=False, id="format", compact=True)
+                yield Label("since")
+                yield Input(placeholder="ISO-8601 or epoch seconds", id="since", compact=True)
+                yield Label("until")
+                yield Input(placeholder="ISO-8601 or epoch seconds", id="until", compact=True)
+                yield Label("speaker")
+                yield Input(placeholder="name or id (all when empty)", id="speaker", compact=True)
+                yield Label("to")
+                yield Input(value=str(self.default_path), id="path", compact=True)
+            yield Static("", id="export-result")
+            with Horizontal(classes="buttons"):
+                yield Button("Export", variant="primary", id="ok")
+                yield Button("Close", id="cancel")
+
+    @on(Button.Pressed, "#cancel")
+    def cancel(self) -> None:
+        self.dismiss(None)
+
+    @on(Button.Pressed, "#ok")
+    def ok(self) -> None:
+        try:
+            fmt = str(self.query_one("#format", Select).value)
+            selection: dict[str, Any] = {
+                "since": when(self.query_one("#since", Input).value, "since"),
+                "until": when(self.query_one("#until", Input).value, "until"),
+                "speaker": self.query_one("#speaker", Input).value.strip() or None,
+            }
+        except AssistantError as exc:
+            self.query_one("#export-result", Static).update(Text(f"✖ {exc}", style="red"))
+            return
+        path = Path(self.query_one("#path", Input).value.strip()).expanduser()
+        self.query_one("#export-result", Static).update("exporting…")
+        self.export(fmt, {k: v for k, v in selection.items() if v is not None}, path)
+
+    @work(exclusive=True, group="export")
+    async def export(self, fmt: str, selection: dict[str, Any], path: Path) -> None:
+        result = self.query_one("#export-result", Static)
+        try:
+            chunks = [c async for c in client_of(self).export(fmt, selection)]
+            # The write (and its fsync) is disk I/O: off the event loop.
+            size = await asyncio.to_thread(write_atomically, path, iter(chunks))
+        except AssistantError as exc:
+            result.update(Text(f"✖ {exc}", style="red"))
+            return
+        result.update(Text(f"✔ wrote {path} ({size:,} characters, {fmt})", style="green"))
+        self.app.notify(f"Exported to {path}", title="Export")
+
+
+class ForgetDone(Message):
+    """Something was forgotten: the tree, the gauge and the speakers need reloading."""
+
+
+class ForgetScreen(Dialog):
+    """Forget by filters: a dry run shows what would go; only then can it be confirmed."""
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label("Forget speech and what rests on it", classes="dialog-title")
+            with Grid(classes="form"):
+                yield Label("speaker")
+                yield Input(placeholder="name or id", id="speaker", compact=True)
+                yield Label("since")
+                yield Input(placeholder="ISO-8601 or epoch seconds", id="since", compact=True)
+                yield Label("until")
+                yield Input(placeholder="ISO-8601 or epoch seconds", id="until", compact=True)
+                yield Label("words")
+                yield Input(placeholder="utterances and memories containing…", id="text", compact=True)
+                yield Label("")
+                yield Checkbox("everything", id="everything", compact=True)
+            yield Static("Preview first: nothing is forgotten until you confirm.", id="forget-plan")
+            with Horizontal(classes="buttons"):
+                yield Button("Preview", variant="primary", id="preview")
+                yield Button("Forget", variant="error", id="forget", disabled=True)
+                yield Button("Close", id="cancel")
+
+    def filters(self) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "speaker": self.query_one("#speaker", Input).value.strip() or None,
+            "since": when(self.query_one("#since", Input).value, "since"),
+            "until": when(self.query_one("#until", Input).value, "until"),
+            "text": self.query_one("#text", Input).value.strip() or None,
+            "everything": self.query_one("#everything", Checkbox).value,
+        }
+        return {k: v for k, v in body.items() if v not in (None, False)}
+
+    @on(Input.Changed)
+    @on(Checkbox.Changed)
+    def changed(self) -> None:
+        self.query_one("#forget", Button).disabled = True  # a preview of other filters confirms nothing
+
+    @on(Button.Pressed, "#cancel")
+    def cancel(self) -> None:
+        self.dismiss(None)
+
+    @on(Button.Pressed, "#preview")
+    def preview(self) -> None:
+        try:
+            body = self.filters()
+        except AssistantError as exc:
+            self.query_one("#forget-plan", Static).update(Text(f"✖ {exc}", style="red"))
+            return
+        self.run_forget(body, dry_run=True)
+
+    @on(Button.Pressed, "#forget")
+    def confirm(self) -> None:
+        self.run_forget(self.filters(), dry_run=False)
+
+    @work(exclusive=True, group="forget")
+    async def run_forget(self, body: dict[str, Any], *, dry_run: bool) -> None:
+        plan = self.query_one("#forget-plan", Static)
+        try:
+            out = await client_of(self).forget(body, dry_run=dry_run)
+        except AssistantError as exc:
+            plan.update(Text(f"✖ {exc}", style="red"))
+            return
+        counts = (
+            f"{out['utterances']} utterances, {out['nodes']} memory nodes, {out['speakers']} speakers, "
+            f"{out['refiled_events']} events re-filed"
+        )
+        if out["empty"]:
+            plan.update("Nothing matches these filters.")
+        elif dry_run:
+            examples = "\n".join(f"  • {e}" for e in out.get("examples", [])[:5])
+            plan.update(Text(f"Would forget {counts}.\n{examples}"))
+            self.query_one("#forget", Button).disabled = False
+        else:
+            plan.update(Text(f"✔ Forgot {counts}.", style="green"))
+            self.query_one("#forget", Button).disabled = True
+            self.app.post_message(ForgetDone())
+
+
+class ContextScreen(Dialog):
+    """The transcript around one piece of evidence: the archive's utterances a few minutes either side."""
+
+    def __init__(self, evidence: dict[str, Any]) -> None:
+        super().__init__()
+        self.evidence = evidence
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog wide"):
+            yield Label(f"Around {format_time(self.evidence['time'])}", classes="dialog-title")
+            yield VerticalScroll(Static("loading…", id="context-lines"), id="context")
+            with Horizontal(classes="buttons"):
+                yield Button("Close", id="cancel")
+
+    def on_mount(self) -> None:
+        self.load()
+
+    @on(Button.Pressed, "#cancel")
+    def cancel(self) -> None:
+        self.dismiss(None)
+
+    @work(exclusive=True)
+    async def load(self) -> None:
+        t = float(self.evidence["time"])
+        lines = self.query_one("#context-lines", Static)
+        try:
+            # The jsonl export is the transcript itself; a time window selects the neighbours.
+            text = await client_of(self).export_text(
+                "jsonl", {"since": t - CONTEXT_SECONDS, "until": t + CONTEXT_SECONDS}
+            )
+        except AssistantError as exc:
+            lines.update(Text(f"✖ {exc}", style="red"))
+            return
+        out = Text()
+        for raw in text.splitlines():
+            if not raw.strip():
+                continue
+            u = json.loads(raw)
+            mine = u["text"] == self.evidence.get("text")
+            style = "bold reverse" if mine else ""
+            out.append(f"{u['time'][11:19]} ", style="dim")
+            out.append(f"{u['speaker']}: ", style="bold")
+            out.append(u["text"] + "\n", style=style)
+        lines.update(out if out.plain else Text("The archive holds nothing around this time (forgotten?)."))
+
+
+HELP = """\
+# assistant — keys
+
+| key | what it does |
+|---|---|
+| **Enter** | ask the question in the box |
+| **ctrl+t** | push-to-talk: start recording a spoken question; again to stop and ask |
+| **Escape** | cancel the recording (or close a dialog) |
+| **F2 / F3 / F4** | chat / memory / speakers |
+| **F5** | pause or resume listening |
+| **F6** | export the memory to a file |
+| **F7** | forget by speaker, time or words (with a dry run first) |
+| **F8** | light or dark theme |
+| **ctrl+p** | the command palette: every action by name |
+| **? / F1** | this help |
+| **ctrl+q** | quit (the daemon keeps running) |
+
+**Chat** — answers stream in with their evidence; select a piece of evidence (arrows, Enter) to
+read the transcript around it.
+**Memory** — *d* forgets the selected node and everything under it (after a confirmation);
+type in the filter box to show only matching nodes. The gauge is the memory's token budget.
+**Speakers** — *n* renames the selected voice, *m* merges two labels that are one voice.
+"""
+
+
+class HelpScreen(Dialog):
+    BINDINGS = [  # noqa: RUF012
+        Binding("escape,q,question_mark,f1", "dismiss_none", "Close", id="help.close", tooltip="Close the help"),
+    ]
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(classes="dialog wide"):
+            yield Markdown(HELP)

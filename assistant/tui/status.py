@@ -1,0 +1,54 @@
+"""The status bar: listening state, lag, the memory budget, models and devices, and the connection."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual.widgets import Static
+
+
+def budget_text(status: dict[str, Any]) -> str:
+    m = status["memory"]
+    used, total = m["tokens"], max(m["token_budget"], 1)
+    return f"budget {used:,}/{total:,} tok ({100 * used / total:.0f}%)"
+
+
+def state_label(status: dict[str, Any]) -> tuple[str, str]:
+    """What the daemon is doing, and the style that says it at a glance."""
+    state = status["state"]
+    if status.get("paused"):
+        return "⏸ paused", "bold yellow"
+    if state == "quiet hours":
+        return "☾ quiet hours", "bold magenta"
+    if state == "listening":
+        return "● listening", "bold green"
+    if state in ("source failed",):
+        return f"✖ {state}", "bold red"
+    return f"○ {state}", "bold"
+
+
+class StatusBar(Static):
+    """One line at the bottom. Fed by the app's status poll; never calls the daemon itself."""
+
+    DEFAULT_CSS = "StatusBar { height: 1; }"
+
+    def show_status(self, status: dict[str, Any]) -> None:
+        label, style = state_label(status)
+        models = status.get("models", {})
+        devices = status.get("devices", {})
+        device = ",".join(sorted(set(devices.values()))) or "?"
+        line = Text.assemble(
+            (label, style),
+            f"  lag {status['lag_seconds']:.1f} s  ",
+            budget_text(status),
+            f"  llm {models.get('llm', '?')} · stt {models.get('stt', '?')} · {device}",
+            no_wrap=True,
+            overflow="ellipsis",
+        )
+        self.update(line)
+        self.remove_class("-offline")
+
+    def show_offline(self, message: str) -> None:
+        self.update(Text(f"✖ {message}", style="bold", no_wrap=True, overflow="ellipsis"))
+        self.add_class("-offline")

@@ -1,0 +1,87 @@
+"""The live transcript pane: utterances as the daemon files them, one colour per speaker.
+
+Lines are kept as data, not as rendered text, so a rename relabels what is already shown:
+the speakers' names come from the status poll and the pane re-renders when they change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from rich.text import Text
+from textual.message import Message
+from textual.widgets import RichLog
+
+COLOURS = ("cyan", "magenta", "green", "yellow", "blue", "red", "bright_cyan", "bright_magenta")
+KEEP = 500  # lines: the pane is a glance at what is being said, the archive keeps the rest
+
+
+@dataclass(frozen=True)
+class Line:
+    speaker_id: int | None
+    speaker: str
+    text: str
+    time: float
+
+
+def clock(t: float) -> str:
+    return datetime.fromtimestamp(t, tz=UTC).strftime("%H:%M:%S")
+
+
+class TranscriptPane(RichLog):
+    class Heard(Message):
+        """An utterance arrived on the live stream."""
+
+        def __init__(self, event: dict[str, Any]) -> None:
+            super().__init__()
+            self.event = event
+
+    class Connection(Message):
+        """The stream connected (`up`) or lost the daemon."""
+
+        def __init__(self, up: bool, detail: str = "") -> None:
+            super().__init__()
+            self.up, self.detail = up, detail
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(wrap=True, markup=False, auto_scroll=True, **kwargs)
+        self.lines_kept: list[Line] = []
+        self.names: dict[int, str] = {}
+        self.notice: str | None = None
+
+    def add(self, event: dict[str, Any]) -> None:
+        sid = event.get("speaker_id")
+        line = Line(sid, event.get("speaker") or "?", event.get("text", ""), float(event.get("time") or 0))
+        if sid is not None and event.get("speaker"):
+            self.names.setdefault(sid, event["speaker"])
+        self.lines_kept = [*self.lines_kept[-(KEEP - 1) :], line]
+        self.write(self._render(line))
+
+    def rename(self, names: dict[int, str]) -> None:
+        """The speakers' current names; re-render if any shown line changes label."""
+        changed = any(self.names.get(sid) != name for sid, name in names.items() if sid in self.names)
+        self.names.update(names)
+        if changed:
+            self.redraw()
+
+    def say(self, notice: str | None) -> None:
+        """A connection notice above the lines (None clears it)."""
+        if notice != self.notice:
+            self.notice = notice
+            self.redraw()
+
+    def redraw(self) -> None:
+        self.clear()
+        if self.notice:
+            self.write(Text(self.notice, style="bold italic"))
+        for line in self.lines_kept:
+            self.write(self._render(line))
+
+    def label(self, line: Line) -> str:
+        return self.names.get(line.speaker_id, line.speaker) if line.speaker_id is not None else line.speaker
+
+    def _render(self, line: Line) -> Text:
+        colour = COLOURS[(line.speaker_id or 0) % len(COLOURS)]
+        return Text.assemble((f"{clock(line.time)} ", "dim"), (self.label(line), f"bold {colour}"), ": ", line.text)
