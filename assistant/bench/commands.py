@@ -26,6 +26,13 @@ def _write(path: Path | None, text: str) -> None:
     click.echo(f"wrote {path}")
 
 
+def _publish(report: dict[str, Any], markdown: str, json_out: Path | None, md_out: Path | None) -> None:
+    """Every benchmark ends the same way: the table on stdout, then the files asked for."""
+    click.echo(markdown)
+    _write(json_out, json.dumps(report, indent=1))
+    _write(md_out, markdown)
+
+
 def _csv(value: str | None) -> list[str]:
     return [v.strip() for v in (value or "").split(",") if v.strip()]
 
@@ -98,10 +105,7 @@ def locomo(
             progress=progress,
         )
     report: dict[str, Any] = locomo_json(run)
-    markdown = locomo_markdown(report)
-    click.echo(markdown)
-    _write(json_out, json.dumps(report, indent=1))
-    _write(md_out, markdown)
+    _publish(report, locomo_markdown(report), json_out, md_out)
 
 
 @bench.command("scale")
@@ -157,10 +161,7 @@ def scale(
             progress=progress,
             data_dir=work_dir,
         )
-    markdown = scale_markdown(result)
-    click.echo(markdown)
-    _write(json_out, json.dumps(scale_json(result), indent=1))
-    _write(md_out, markdown)
+    _publish(scale_json(result), scale_markdown(result), json_out, md_out)
 
 
 @bench.command("speech")
@@ -266,11 +267,7 @@ def speech(
                 pacing=pacing,
                 progress=progress,
             )
-    report: dict[str, Any] = speech_json(run)
-    markdown = speech_markdown(run)
-    click.echo(markdown)
-    _write(json_out, json.dumps(report, indent=1))
-    _write(md_out, markdown)
+    _publish(speech_json(run), speech_markdown(run), json_out, md_out)
 
 
 @bench.command("daemon")
@@ -338,10 +335,7 @@ def daemon(
         work = keep or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
         report = run_daemon_bench(settings, plan, work, command=command, progress=lambda m: click.echo(m, err=True))
-    markdown = daemon_markdown(report)
-    click.echo(markdown)
-    _write(json_out, json.dumps(report, indent=1))
-    _write(md_out, markdown)
+    _publish(report, daemon_markdown(report), json_out, md_out)
 
 
 @bench.command("tui")
