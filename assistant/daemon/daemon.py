@@ -39,6 +39,7 @@ from ..memory.speakers import find as find_speaker
 from ..speech.chain import Heard, Listener
 from ..speech.records import Transcript
 from .spool import Queued, SegmentQueue
+from .writer import Writer
 
 log = logging.getLogger(__name__)
 
@@ -120,8 +121,6 @@ class Daemon:
         self._source_description = "microphone" if self.source_spec is None else str(self.source_spec)
         self._paused_flag = settings.data_dir / "paused"
         self.paused = self._paused_flag.exists()
-
-        from .writer import Writer
 
         self.writer = Writer()
         self.queue = SegmentQueue(settings.data_dir / "spool", settings.daemon.queue_segments)
@@ -421,7 +420,7 @@ class Daemon:
         def build() -> dict[str, Any]:
             if selection.speaker is not None:
                 find_speaker(self.memory.store, _key(selection.speaker))
-            doc = archive.build_document(self.memory.store, self.memory._shaping_settings(), selection)
+            doc = archive.build_document(self.memory.store, self.memory.shaping_settings(), selection)
             with self.memory.store.atomic():
                 self.memory.store.audit("export", {"format": fmt, "utterances": len(doc["utterances"])})
             return doc

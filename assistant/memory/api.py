@@ -175,13 +175,13 @@ class Memory:
             raise InputError(f"unknown export format {fmt!r}; choose json, markdown or jsonl")
         if selection.speaker is not None:
             speakers.find(self.store, int(selection.speaker) if selection.speaker.isdigit() else selection.speaker)
-        doc = archive.build_document(self.store, self._shaping_settings(), selection, progress)
+        doc = archive.build_document(self.store, self.shaping_settings(), selection, progress)
         size = archive.write_atomically(path, archive.FORMATS[fmt](doc))
         with self.store.atomic():
             self.store.audit("export", {"format": fmt, "utterances": len(doc["utterances"]), **selection.describe()})
         return size
 
-    def _shaping_settings(self) -> dict[str, object]:
+    def shaping_settings(self) -> dict[str, object]:
         """The settings that shaped this memory, carried in an export so it can be read in context."""
         import dataclasses
 
