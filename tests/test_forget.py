@@ -138,3 +138,23 @@ def test_retention_drops_old_speech_but_keeps_the_tree(tmp_path):
     assert [n.text for n in mem.store.nodes()] == tree_before
     assert json.loads(mem.store.db.all("SELECT detail FROM audit WHERE action = 'expire'")[0][0])["days"] == 0
     mem.close()
+
+
+def test_a_block_distilled_while_its_speech_is_forgotten_is_not_filed(tmp_path):
+    mem = open_memory(tmp_path / "data")
+    for i, u in enumerate(_conversation()[:9]):
+        mem.add(u.speaker, u.text, time=u.time + i * 0.001, distill=False)
+    mem.engine.flush()
+    job = mem.engine.oldest_pending()
+    assert job is not None
+    block, vectors = job
+    distilled = mem.engine.distiller.distill(block, vectors)  # as the daemon's distiller does, off the writer
+    zed = [u for u in block.utterances if u.speaker == "Zed"] or [block.utterances[0]]
+    mem.forget(ForgetFilter(text=zed[0].text[:30]))
+    # The result was computed from speech that is now forgotten: it must not be mounted.
+    assert mem.engine.file_distillation(distilled) is None
+    mem.engine.distill_pending()
+    for node in mem.store.nodes():
+        assert zed[0].text[:30].lower() not in node.text.lower()
+    check_invariants(mem)
+    mem.close()

@@ -184,10 +184,13 @@ class ProStream:
     def file_distillation(self, d: Distillation) -> BudgetReport | None:
         """Mount a distilled block into the tree and enforce the budget, in one transaction.
 
-        None when the block is no longer pending (its speech was forgotten while it was distilled).
+        None when the block is no longer pending as it was distilled: forgotten (all or part of
+        its speech) while the LLM worked on it, so the result could quote what was forgotten. A
+        block that lost only some speech is still pending and is distilled again.
         """
+        distilled = [u.id for u in d.block.utterances]
         with self.store.atomic():
-            if not self.store.is_pending(d.block.id):
+            if self.store.pending_utterance_ids(d.block.id) != distilled:
                 return None
             self._mount(d)
             report = enforce_budget(self.store, self.options.budget, self.options.utility, self.store.clock)

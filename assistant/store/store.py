@@ -302,8 +302,13 @@ class Store:
     def pending_count(self) -> int:
         return int(self.db.scalar("SELECT count(*) FROM pending_blocks"))
 
-    def is_pending(self, block_id: int) -> bool:
-        return self.db.one("SELECT 1 FROM pending_blocks WHERE id = ?", (block_id,)) is not None
+    def pending_utterance_ids(self, block_id: int) -> list[int]:
+        """The block's own utterances (not its context), in order; empty when it is not pending."""
+        rows = self.db.all(
+            "SELECT utterance_id FROM pending_utterances WHERE block_id = ? AND is_context = 0 ORDER BY position",
+            (block_id,),
+        )
+        return [r[0] for r in rows]
 
     def remove_pending(self, block_id: int) -> None:
         self.db.execute("DELETE FROM pending_blocks WHERE id = ?", (block_id,))
