@@ -605,7 +605,7 @@ def forget(
     from .memory.forget import ForgetFilter
 
     f = ForgetFilter(
-        int(speaker) if speaker and speaker.isdigit() else speaker,
+        speaker,
         _when(since, "--since"),
         _when(until, "--until"),
         text,
@@ -644,10 +644,7 @@ def forget(
 
 
 def _filter_body(f: Any) -> dict[str, Any]:
-    body = {k: v for k, v in dataclasses.asdict(f).items() if v not in (None, False)}
-    if "speaker" in body:
-        body["speaker"] = str(body["speaker"])  # the API takes ids and names alike, as text
-    return body
+    return {k: v for k, v in dataclasses.asdict(f).items() if v not in (None, False)}
 
 
 def _show_plan(plan: dict[str, Any]) -> None:

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
 from ..config import load_settings
 from ..errors import InputError
 from .systems import SYSTEMS
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _write(path: Path | None, text: str) -> None:
@@ -33,6 +36,14 @@ def _publish(report: dict[str, Any], markdown: str, json_out: Path | None, md_ou
     _write(md_out, markdown)
 
 
+def _outputs(command: F) -> F:
+    """--json OUT and --markdown OUT, which every benchmark takes."""
+    command = click.option("--markdown", "md_out", type=click.Path(dir_okay=False, path_type=Path), default=None)(
+        command
+    )
+    return click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), default=None)(command)
+
+
 def _csv(value: str | None) -> list[str]:
     return [v.strip() for v in (value or "").split(",") if v.strip()]
 
@@ -52,8 +63,7 @@ def bench() -> None:
 @click.option("--categories", default=None, help="Comma-separated LoCoMo categories 1-5 (default: all).")
 @click.option("--delay", type=click.IntRange(min=0), default=0, show_default=True, help="Probe N sessions later.")
 @click.option("--llm", "llm", default=None, help="The model that answers, for every system (default: models.llm).")
-@click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), default=None)
-@click.option("--markdown", "md_out", type=click.Path(dir_okay=False, path_type=Path), default=None)
+@_outputs
 @click.option("--work-dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Keep the memories.")
 @click.pass_context
 def locomo(
@@ -121,8 +131,7 @@ def locomo(
     help="extractive skips the LLM in distillation so large sizes finish on a CPU.",
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the synthetic conversation.")
-@click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), default=None)
-@click.option("--markdown", "md_out", type=click.Path(dir_okay=False, path_type=Path), default=None)
+@_outputs
 @click.option(
     "--work-dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Keep the memory (empty dir)."
 )
@@ -197,8 +206,7 @@ def scale(
 @click.option(
     "--keep-audio", type=click.Path(file_okay=False, path_type=Path), default=None, help="Keep the recordings here."
 )
-@click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), default=None)
-@click.option("--markdown", "md_out", type=click.Path(dir_okay=False, path_type=Path), default=None)
+@_outputs
 @click.pass_context
 def speech(
     ctx: click.Context,
@@ -299,8 +307,7 @@ def speech(
 @click.option(
     "--keep", type=click.Path(file_okay=False, path_type=Path), default=None, help="Keep recordings, data and logs."
 )
-@click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), default=None)
-@click.option("--markdown", "md_out", type=click.Path(dir_okay=False, path_type=Path), default=None)
+@_outputs
 @click.pass_context
 def daemon(
     ctx: click.Context,

@@ -28,17 +28,16 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..errors import AssistantError, InputError
-from ..memory.api import TreeNode
+from ..memory.api import MemoryStats, TreeNode
 from ..memory.archive import Selection
 from ..memory.forget import ForgetFilter
 from ..memory.records import Answer, Evidence, Speaker
+from ..memory.speakers import MAX_ID
 from .daemon import Daemon, HeardEvent
 
 log = logging.getLogger(__name__)
 
 NDJSON = "application/x-ndjson"
-# SQLite keeps ids as signed 64-bit integers: a larger number names nothing, and binding it fails.
-MAX_ID = 2**63 - 1
 
 
 # --- request and response bodies ---------------------------------------------------------------
@@ -65,18 +64,6 @@ class SpeakerOut(BaseModel):
     enrolled: bool
 
 
-class MemoryOut(BaseModel):
-    tokens: int
-    token_budget: int
-    scenes: int
-    events: int
-    amus: int
-    utterances: int
-    pending_blocks: int
-    buffered: int
-    database_bytes: int
-
-
 class StatusOut(BaseModel):
     state: str = Field(description="starting, listening, paused, quiet hours, source ended, source failed or stopping")
     paused: bool
@@ -87,7 +74,8 @@ class StatusOut(BaseModel):
     spooled_segments: int
     queued_seconds: float
     acknowledged: int
-    memory: MemoryOut
+    # The memory's own record: a dataclass FastAPI describes and serialises as it is.
+    memory: MemoryStats
     speakers: list[SpeakerOut]
     models: dict[str, str]
     devices: dict[str, str]
@@ -451,13 +439,13 @@ def create_app(daemon: Daemon) -> FastAPI:
         responses=errors,
     )
     async def name_speaker(key: str, body: SpeakerName) -> SpeakerOut:
-        return _speaker(await blocking(daemon.rename_speaker)(_key(key), body.name))
+        return _speaker(await blocking(daemon.rename_speaker)(key, body.name))
 
     @app.post(
         "/speakers/merge", response_model=SpeakerOut, summary="Two labels are one voice: merge them", responses=errors
     )
     async def merge_speakers(body: SpeakerMerge) -> SpeakerOut:
-        return _speaker(await blocking(daemon.merge_speakers)(_key(body.keep), _key(body.other)))
+        return _speaker(await blocking(daemon.merge_speakers)(body.keep, body.other))
 
     @app.get("/memory", response_model=list[NodeOut], summary="The memory tree: scene > event > unit")
     async def memory() -> list[NodeOut]:
@@ -495,8 +483,6 @@ def create_app(daemon: Daemon) -> FastAPI:
         responses={**errors, 200: {"content": {"application/json": {}, "text/markdown": {}, NDJSON: {}}}},
     )
     async def export(body: ExportRequest) -> StreamingResponse:
-        if body.speaker:
-            _key(body.speaker)  # a 400 for "³" or an id past SQLite's range, which daemon.export would 500 on
         selection = Selection(body.since, body.until, body.speaker)
         chunks = await blocking(daemon.export)(body.format, selection)
         media = {"json": "application/json", "markdown": "text/markdown", "jsonl": NDJSON}[body.format]
@@ -514,9 +500,7 @@ def create_app(daemon: Daemon) -> FastAPI:
         responses=errors,
     )
     async def forget(body: ForgetRequest) -> ForgetOut:
-        f = ForgetFilter(
-            _key(body.speaker) if body.speaker else None, body.since, body.until, body.text, body.everything
-        )
+        f = ForgetFilter(body.speaker, body.since, body.until, body.text, body.everything)
         plan = await blocking(daemon.forget_plan)(f.check())
         out = ForgetOut(
             empty=plan.empty,
@@ -541,20 +525,6 @@ def create_app(daemon: Daemon) -> FastAPI:
         return Deleted(removed=await blocking(daemon.delete_node)(node_id))
 
     return app
-
-
-def _key(value: str) -> str | int:
-    """A speaker's id or name. Digits that cannot be an id ("²", 20 of them) name nobody: a 400, not a 500."""
-    text = value.strip()
-    if not text.isdigit():
-        return value
-    try:
-        number = int(text)  # ValueError for "²" (a digit, not a decimal) and for over 4,300 digits
-    except ValueError:
-        number = MAX_ID + 1
-    if number > MAX_ID:
-        raise InputError(f"no speaker {value!r}")
-    return number
 
 
 def wrap(app: FastAPI, daemon: Daemon) -> ASGIApp:

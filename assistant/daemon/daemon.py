@@ -35,7 +35,6 @@ from ..memory import archive
 from ..memory.api import Memory, MemoryStats, TreeNode
 from ..memory.forget import ForgetFilter, ForgetPlan, ForgetReport
 from ..memory.records import Answer, Retrieval, Speaker
-from ..memory.speakers import find as find_speaker
 from ..speech.chain import Heard, Listener
 from ..speech.records import Transcript
 from .spool import Queued, SegmentQueue
@@ -119,6 +118,8 @@ class Daemon:
         self._current: Queued | None = None
         self._source: AudioSource | None = None
         self._source_description = "microphone" if self.source_spec is None else str(self.source_spec)
+        # Parsed once (and on reload): quiet_now runs for every block of audio.
+        self._quiet_spans = _quiet_spans(settings)
         self._paused_flag = settings.data_dir / "paused"
         self.paused = self._paused_flag.exists()
 
@@ -139,7 +140,6 @@ class Daemon:
         self.memory = Memory(self.settings)
         self.memory.engine.inline_distill = False
         self.listener = Listener.from_settings(self.memory, self.settings)
-        self.listener.distill_inline = False
         self.listener.warm_up()
         self.memory.engine.distiller  # noqa: B018 - loads spaCy (and the LLM in llm mode) now, not on first speech
         _ = self.memory.llm
@@ -277,18 +277,14 @@ class Daemon:
 
     def quiet_now(self) -> bool:
         """Inside one of daemon.quiet_hours (local time), when it never listens."""
-        spans = [parse_quiet_hours(span) for span in self.settings.daemon.quiet_hours]
-        if not spans:
+        if not self._quiet_spans:
             return False
         now = datetime.now()
         minute = now.hour * 60 + now.minute
-        for span in spans:
-            if span is None:
-                continue
-            start, end = span
-            if (start <= minute < end) if start <= end else (minute >= start or minute < end):
-                return True
-        return False
+        return any(
+            (start <= minute < end) if start <= end else (minute >= start or minute < end)
+            for start, end in self._quiet_spans
+        )
 
     def _idle(self) -> bool:
         """Nothing heard is waiting to be transcribed or filed."""
@@ -413,19 +409,14 @@ class Daemon:
     # --- the user's data ---------------------------------------------------------------------
 
     def export(self, fmt: str, selection: archive.Selection) -> Iterator[str]:
-        """The export's text; the document is read on the writer, then written out from here."""
-        if fmt not in archive.FORMATS:
-            raise InputError(f"unknown export format {fmt!r}; choose json, markdown or jsonl")
+        """The export's text; the memory is read on the writer, the text written out by the caller."""
 
-        def build() -> dict[str, Any]:
-            if selection.speaker is not None:
-                find_speaker(self.memory.store, _key(selection.speaker))
-            doc = archive.build_document(self.memory.store, self.memory.shaping_settings(), selection)
-            with self.memory.store.atomic():
-                self.memory.store.audit("export", {"format": fmt, "utterances": len(doc["utterances"])})
+        def read() -> dict[str, Any]:
+            doc = self.memory.export_document(fmt, selection)
+            self.memory.audit_export(fmt, doc)
             return doc
 
-        return archive.FORMATS[fmt](self.writer.call(build))
+        return archive.FORMATS[fmt](self.writer.call(read))
 
     def import_file(self, path: Path) -> archive.ImportReport:
         report = self.writer.call(self.memory.import_file, path)
@@ -509,13 +500,11 @@ class Daemon:
             self.listener.diarizer.options = settings.diarization
 
         self.writer.call(apply)
+        self._quiet_spans = _quiet_spans(settings)
         self.settings = replace(settings, daemon=replace(settings.daemon, socket=old.daemon.socket, tcp=old.daemon.tcp))
         return needs_restart
 
 
-def _key(value: str) -> str | int:
-    return int(value) if value.isdigit() else value
-
-
-def spool_dir(settings: Settings) -> Path:
-    return settings.data_dir / "spool"
+def _quiet_spans(settings: Settings) -> list[tuple[int, int]]:
+    # The config loader has checked every span, so none is None here.
+    return [span for text in settings.daemon.quiet_hours if (span := parse_quiet_hours(text)) is not None]

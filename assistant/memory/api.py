@@ -10,11 +10,11 @@ on the first distillation (llm mode) or question.
 
 from __future__ import annotations
 
-import os
 import time as _time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -162,6 +162,27 @@ class Memory:
 
     # --- the user's data: export, import, forget -------------------------------------------
 
+    def export_document(
+        self,
+        fmt: str,
+        selection: archive.Selection | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> dict[str, Any]:
+        """The memory (or the selected part) as an export document; `archive.FORMATS[fmt]` writes it.
+
+        Reading is separate from writing so a daemon can read on its writer and stream elsewhere.
+        """
+        selection = selection or archive.Selection()
+        if fmt not in archive.FORMATS:
+            raise InputError(f"unknown export format {fmt!r}; choose json, markdown or jsonl")
+        if selection.speaker is not None:
+            speakers.find(self.store, selection.speaker)
+        return archive.build_document(self.store, self.shaping_settings(), selection, progress)
+
+    def audit_export(self, fmt: str, doc: dict[str, Any]) -> None:
+        with self.store.atomic():
+            self.store.audit("export", {"format": fmt, "utterances": len(doc["utterances"]), **doc["selection"]})
+
     def export(
         self,
         fmt: str,
@@ -170,15 +191,9 @@ class Memory:
         progress: Callable[[int], None] | None = None,
     ) -> int:
         """Write the memory (or the selected part) to `path` atomically; returns the bytes written."""
-        selection = selection or archive.Selection()
-        if fmt not in archive.FORMATS:
-            raise InputError(f"unknown export format {fmt!r}; choose json, markdown or jsonl")
-        if selection.speaker is not None:
-            speakers.find(self.store, int(selection.speaker) if selection.speaker.isdigit() else selection.speaker)
-        doc = archive.build_document(self.store, self.shaping_settings(), selection, progress)
+        doc = self.export_document(fmt, selection, progress)
         size = archive.write_atomically(path, archive.FORMATS[fmt](doc))
-        with self.store.atomic():
-            self.store.audit("export", {"format": fmt, "utterances": len(doc["utterances"]), **selection.describe()})
+        self.audit_export(fmt, doc)  # only an export that was written is one
         return size
 
     def shaping_settings(self) -> dict[str, object]:
@@ -390,8 +405,6 @@ class Memory:
         counts = {lvl: 0 for lvl in Level}
         for row in self.store.db.all("SELECT level, count(*) FROM nodes GROUP BY level"):
             counts[Level(row[0])] = row[1]
-        path = self.store.db.path
-        size = sum(os.path.getsize(p) for p in (f"{path}", f"{path}-wal") if path and os.path.exists(p))
         return MemoryStats(
             tokens=self.store.total_tokens(),
             token_budget=self.settings.memory.budget.token_budget,
@@ -401,5 +414,5 @@ class Memory:
             utterances=self.store.utterance_count(),
             pending_blocks=self.store.pending_count(),
             buffered=len(self.engine.buffer.buffer),
-            database_bytes=size,
+            database_bytes=self.store.file_bytes(),
         )

@@ -98,6 +98,7 @@ class ProStream:
         self.tokenizer = tokenizer
         self._distiller_factory = distiller
         self._distiller: Distiller | None = None
+        # False when another thread distills (the daemon): ingest and the listener then only file.
         self.inline_distill = True
         self.buffer = self._restore_buffer()
         store.on_rollback.append(self.reload_buffer)

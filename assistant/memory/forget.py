@@ -13,7 +13,6 @@ never the words, and never a phrase that was searched for.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 from ..errors import InputError
@@ -192,12 +191,7 @@ def apply(store: Store, f: ForgetFilter, p: ForgetPlan) -> ForgetReport:
         store.audit("forget", _audit_detail(f, p))
     store.reload_index()
     scrub(store)
-    return ForgetReport(len(p.utterances), len(p.nodes), len(p.refiled_events), len(p.speakers), database_bytes(store))
-
-
-def database_bytes(store: Store) -> int:
-    path = store.db.path
-    return sum(os.path.getsize(f"{path}{suffix}") for suffix in ("", "-wal") if os.path.exists(f"{path}{suffix}"))
+    return ForgetReport(len(p.utterances), len(p.nodes), len(p.refiled_events), len(p.speakers), store.file_bytes())
 
 
 def _audit_detail(f: ForgetFilter, p: ForgetPlan) -> dict[str, object]:

@@ -19,11 +19,19 @@ from ..llm import Tokenizer
 from ..store.store import Store
 from .records import Level, Speaker
 
+# The largest id SQLite can hold; a larger number names nobody.
+MAX_ID = 2**63 - 1
+
 
 def find(store: Store, key: str | int) -> Speaker:
     """A speaker by id or exact name; a clear error listing the known ones otherwise."""
     if isinstance(key, str) and key.strip().isdigit():
-        key = int(key)
+        try:
+            key = int(key)  # ValueError for "²" (a digit, not a decimal) and for thousands of digits
+        except ValueError:
+            raise InputError(f"no speaker {key!r}") from None
+    if isinstance(key, int) and not 0 < key <= MAX_ID:
+        raise InputError(f"no speaker {key!r}")  # past SQLite's integer range: it would overflow
     found = store.find_speaker(key)
     if found is None:
         known = ", ".join(f"{s.id} {s.name!r}" for s in store.speakers()) or "none yet"

@@ -60,7 +60,6 @@ class Listener:
         self.memory = memory
         self.transcriber = transcriber
         self.diarizer = diarizer
-        self.distill_inline = True
         self.reload_voices()
 
     @classmethod
@@ -98,7 +97,7 @@ class Listener:
         # One new voice may say several pieces of this segment: map its diarizer id once.
         known: dict[str, int] = {}
         heard = [self._file(piece, known) for piece in pieces if piece.text.strip()]
-        if heard and self.distill_inline:
+        if heard and self.memory.engine.inline_distill:
             # Distillation (LLM calls) runs after the write, as everywhere else, not inside it.
             self.memory.engine.distill_pending()
         t3 = time.perf_counter()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -65,6 +66,11 @@ class Store:
 
     def close(self) -> None:
         self.db.close()
+
+    def file_bytes(self) -> int:
+        """The database on disk: the file and its write-ahead log."""
+        path = self.db.path
+        return sum(os.path.getsize(f"{path}{s}") for s in ("", "-wal") if path and os.path.exists(f"{path}{s}"))
 
     @contextlib.contextmanager
     def atomic(self) -> Iterator[None]:
