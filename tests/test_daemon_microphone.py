@@ -138,7 +138,7 @@ def conversation(room: Room) -> list[dict[str, Any]]:
     played = room.recordings / "conversation-48k.wav"
     sox(recorded, "-r", str(RATE), "-c", str(CHANNELS), "-b", "16", played)
     room.play(played)
-    room.heard("finance", "euros")  # the last turn (whisper writes the amount in digits)
+    room.heard("finance", "approved")  # the last turn (whisper writes "euros" as "Euro" or a sign at times)
     room.settled()
     return list(room.live.events)
 
