@@ -23,9 +23,10 @@ def espeak(path: Path, text: str, voice: str = "en-us", *extra: str) -> Path:
 
 
 def sox(*args: str | Path) -> None:
-    # -D: no dither. sox dithers every 16-bit output at random, so the same recipe gave slightly
-    # different samples each run, and VAD decisions near a threshold flipped between runs.
-    subprocess.run(["sox", "-D", *map(str, args)], check=True, capture_output=True)
+    # -D: no dither; -R: seeded noise generators. Without them the same recipe gave different
+    # samples each run (random dither, random brown noise), and VAD decisions near a threshold
+    # flipped between runs.
+    subprocess.run(["sox", "-D", "-R", *map(str, args)], check=True, capture_output=True)
 
 
 def to_16k(src: Path, dst: Path, *effects: str) -> Path:
