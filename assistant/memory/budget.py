@@ -25,6 +25,8 @@ from ..config import BudgetOptions, UtilityOptions
 from ..store.store import Store
 from .records import Level, Node
 
+_PAIR_ROWS = 512  # rows per block of the similarity product: 512 x 2,000 floats is 4 MB
+
 
 def utility(frequency: int, last_access: float, now: float, options: UtilityOptions) -> float:
     """u = alpha * log(f + 1) + beta * exp(-dt / tau)."""
@@ -62,12 +64,7 @@ def _merge_similar(store: Store, budget: BudgetOptions, util: UtilityOptions, no
         return 0
     index = store.index[Level.AMU]
     ids = list(amus)
-    vectors = index.get(ids)
-    pairs: list[tuple[float, int, int]] = []
-    for nid, vec in zip(ids, vectors, strict=False):
-        for other, sim in index.search(vec, 2):
-            if other != nid and sim > budget.merge_threshold and nid < other:
-                pairs.append((sim, nid, other))
+    pairs = [(sim, ids[i], ids[j]) for sim, i, j in _close_pairs(index.get(ids), budget.merge_threshold)]
     pairs.sort(reverse=True)
     gone: set[int] = set()
     merged = 0
@@ -89,6 +86,24 @@ def _merge_similar(store: Store, budget: BudgetOptions, util: UtilityOptions, no
         total -= other.tokens
         merged += 1
     return merged
+
+
+def _close_pairs(vectors: np.ndarray, threshold: float) -> list[tuple[float, int, int]]:
+    """Every pair (i < j) of vectors with cosine above `threshold`, as (similarity, i, j).
+
+    One matrix product in row blocks rather than a nearest-neighbour query per unit: the per-unit
+    queries cost about 150 us each, 0.3 s a block once the tree holds its ~2,000 units, and the
+    product finds every close pair, not only each unit's single nearest one.
+    """
+    vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    found: list[tuple[float, int, int]] = []
+    for start in range(0, len(vectors), _PAIR_ROWS):
+        sims = vectors[start : start + _PAIR_ROWS] @ vectors.T
+        rows, cols = np.nonzero(sims > threshold)
+        for r, c in zip(rows.tolist(), cols.tolist(), strict=True):
+            if start + r < c:
+                found.append((float(sims[r, c]), start + r, c))
+    return found
 
 
 def _u(node: Node, now: float, util: UtilityOptions) -> float:
