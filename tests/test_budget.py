@@ -7,8 +7,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from assistant.config import UtilityOptions
-from assistant.memory.budget import utility
+from assistant.config import BudgetOptions, UtilityOptions
+from assistant.memory.budget import enforce_budget, utility
+from assistant.memory.records import Level
 from assistant.transcripts import read_conversations
 
 from .conftest import LOCOMO, check_invariants, open_memory
@@ -72,5 +73,39 @@ def test_locomo_conv26_streams_within_a_small_budget(tmp_path):
         assert stats.utterances == 419
         # The budget was binding: far more was distilled than it can hold.
         assert stats.tokens > 300 and stats.events >= 3
+    finally:
+        mem.close()
+
+
+def test_merging_a_restated_fact_keeps_its_latest_value(tmp_path):
+    """Over budget, near-identical units merge; when they hold one fact at two moments, the merged
+    unit says the later value even though the older one, used more, is the one kept."""
+    mem = open_memory(tmp_path)
+    try:
+        store, embed = mem.store, mem.engine.embedder.encode
+        old_text, new_text = (
+            "Priya said the trip budget is 12,000 euros.",
+            "Priya said the trip budget is 14,000 euros.",
+        )
+        vectors = embed([old_text, new_text, "A long talk about gardens."])
+        with store.atomic():
+            scene = store.add_node(Level.SCENE, None, "trip", 1, vectors[0], created=0.0)
+            event = store.add_node(Level.EVENT, scene, "budget talk", 2, vectors[0], created=0.0)
+            old = store.add_node(
+                Level.AMU, event, old_text, 12, vectors[0], created=0.0, start_time=100.0, end_time=100.0
+            )
+            new = store.add_node(
+                Level.AMU, event, new_text, 12, vectors[1], created=0.0, start_time=900.0, end_time=900.0
+            )
+            other = store.add_node(Level.AMU, event, "A long talk about gardens.", 7, vectors[2], created=0.0)
+            store.db.execute("UPDATE nodes SET frequency = 5 WHERE id = ?", (old,))
+            report = enforce_budget(
+                store, BudgetOptions(token_budget=30, merge_threshold=0.9), mem.settings.memory.utility, 1000.0
+            )
+        assert report.merged == 1 and report.pruned == 0
+        kept = store.node(old)
+        assert kept is not None and store.node(new) is None and store.node(other) is not None
+        assert kept.text == new_text and kept.frequency == 5 and (kept.start_time, kept.end_time) == (100.0, 900.0)
+        assert store.total_tokens() == 1 + 2 + 12 + 7
     finally:
         mem.close()

@@ -3,8 +3,9 @@
 When the tree costs more than T_max tokens the policy restores the bound in three moves:
 
 1. Semantic merging: pairs of atomic units closer than theta_sim collapse into the one with
-   the higher utility (its text stays; uses, provenance and time span are unioned; the vector
-   becomes the normalised centroid). This loses the least, so it goes first.
+   the higher utility (uses, provenance and time span are unioned; the vector becomes the
+   normalised centroid). Its text stays unless the other unit states the fact later: then the
+   newer words win, as when a fact is restated. This loses the least, so it goes first.
 2. Least-regret pruning: remove the node with the smallest utility density. A node cannot
    outlive its parent, so removing an inner node removes its subtree; its density is therefore
    the subtree's utility over the subtree's cost (for a leaf that is Eq. 7's u/c exactly).
@@ -78,14 +79,32 @@ def _merge_similar(store: Store, budget: BudgetOptions, util: UtilityOptions, no
         na, nb = amus[a], amus[b]
         keeper, other = (na, nb) if _u(na, now, util) >= _u(nb, now, util) else (nb, na)
         store.absorb(keeper, other)
+        if _states_later(other, keeper):
+            # Near-identical units that differ are usually one fact at two moments ("the budget is
+            # 12,000" / "... 14,000"): the unit must say the current value, as a restatement does.
+            store.restate_node(keeper.id, other.text, other.tokens, other.end_time or 0.0, other.relation)
+            total -= keeper.tokens
+        else:
+            total -= other.tokens
         centroid = index.get([keeper.id])[0] + index.get([other.id])[0]
         centroid /= float(np.linalg.norm(centroid)) or 1.0
         store.set_node_vector(keeper.id, Level.AMU, centroid)
         store.delete_node(other.id)
         gone.add(other.id)
-        total -= other.tokens
+        amus[keeper.id] = store.node(keeper.id) or keeper
         merged += 1
     return merged
+
+
+def _states_later(other: Node, keeper: Node) -> bool:
+    """Whether `other` is a later statement than `keeper` (a bare mention states nothing)."""
+    if (
+        other.relation == "mentioned"
+        or other.end_time is None
+        or " ".join(other.text.split()) == " ".join(keeper.text.split())
+    ):
+        return False
+    return keeper.end_time is None or other.end_time > keeper.end_time
 
 
 def _close_pairs(vectors: np.ndarray, threshold: float) -> list[tuple[float, int, int]]:
