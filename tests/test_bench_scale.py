@@ -158,9 +158,24 @@ def test_a_small_run_measures_every_size_within_budget(tmp_path):
     never_full = replace(result, points=(at(100, 500, 10.0), at(1000, 900, 11.0)))
     assert never_full.flat is True and never_full.full_from is None and never_full.flat_when_full is None
 
+    # Utterances 101-200 lie before the 300 point's timed window: they were embedded ahead.
+    assert result.embedded_ahead and "embedded ahead in batches" in md and payload["embedded_ahead"] is True
+
     # A used data directory would measure something else: refused before anything loads.
     with pytest.raises(InputError, match="already exists"):
         run_scale(settings(tmp_path), [10], data_dir=data)
+
+
+def test_embedding_ahead_builds_the_memory_that_inline_embedding_builds(tmp_path):
+    def run(ahead: bool) -> ScaleResult:
+        return run_scale(settings(tmp_path / str(ahead), budget={"token_budget": 2048}), [100, 400], queries=4,
+                         seed=2, embed_ahead=ahead)  # fmt: skip
+
+    inline, ahead = run(False), run(True)
+    assert not inline.embedded_ahead and ahead.embedded_ahead
+    for a, b in zip(inline.points, ahead.points, strict=True):
+        assert (a.memory_tokens, a.scenes, a.events, a.amus, a.archived_utterances, a.hit_rate, a.stale_rate) == (
+            b.memory_tokens, b.scenes, b.events, b.amus, b.archived_utterances, b.hit_rate, b.stale_rate)  # fmt: skip
 
 
 @pytest.mark.parametrize(

@@ -131,6 +131,12 @@ def locomo(
     help="extractive skips the LLM in distillation so large sizes finish on a CPU.",
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the synthetic conversation.")
+@click.option(
+    "--embed-ahead/--embed-inline",
+    default=True,
+    show_default=True,
+    help="Embed the utterances between the timed windows in batches (the windows always embed inline).",
+)
 @_outputs
 @click.option(
     "--work-dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Keep the memory (empty dir)."
@@ -141,6 +147,7 @@ def scale(
     sizes: str,
     mode: str,
     seed: int,
+    embed_ahead: bool,
     json_out: Path | None,
     md_out: Path | None,
     work_dir: Path | None,
@@ -169,6 +176,7 @@ def scale(
             seed=seed,
             progress=progress,
             data_dir=work_dir,
+            embed_ahead=embed_ahead,
         )
     _publish(scale_json(result), scale_markdown(result), json_out, md_out)
 
