@@ -706,6 +706,8 @@ def status(ctx: click.Context) -> None:
         s = client.status()
     m = s["memory"]
     click.echo(f"{click.style(s['state'], bold=True)} on {s['source']} (up {s['uptime_seconds']:.0f} s)")
+    if s.get("source_problem"):
+        click.echo(s["source_problem"])
     click.echo(
         f"transcription lag {s['lag_seconds']:.1f} s; waiting: {s['queued_segments']} segments in memory, "
         f"{s['spooled_segments']} on disk ({s['queued_seconds']:.1f} s of speech)"

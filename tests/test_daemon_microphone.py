@@ -249,12 +249,15 @@ def test_a_microphone_unplugged_mid_stream_comes_back_and_nothing_heard_is_lost(
         # "finish": PortAudio ends the stream; "stall": it stays open and silent until the timeout.
         wait_until(lambda: "reopening it" in log(), "the daemon to notice the microphone is gone", timeout=30)
         wait_until(lambda: "still unavailable" in log(), "a failed attempt to reopen it", timeout=30)
-        # It keeps running and answering while the device is away.
+        # It keeps running and answering while the device is away, and says the device is away.
         status = room.daemon.status()
-        assert status["state"] == "listening" and room.daemon.process.poll() is None
+        assert status["state"] == "source lost" and room.daemon.process.poll() is None
+        assert "reopening" in status["source_problem"] and status["source"] in status["source_problem"]
     finally:
         room.mic.replug()
     wait_until(lambda: "opened at" in log(), "the microphone to be reopened", timeout=60)
+    status = room.daemon.status()
+    assert status["state"] == "listening" and status["source_problem"] is None
     room.play(second)
     room.heard(*before_words)
     room.heard(*after_words)

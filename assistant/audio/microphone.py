@@ -284,6 +284,7 @@ class Microphone(AudioSource):
                 if delivered:
                     failures = 0
                 log.warning("%s: %s; everything recorded so far was kept, reopening it", self.description, reason)
+                self.problem = f"{self.description} lost ({reason}); reopening it"
                 while capture is None:
                     if self.max_retries is not None and failures >= self.max_retries:
                         raise MicrophoneError(
@@ -301,6 +302,7 @@ class Microphone(AudioSource):
                         log.warning("%s still unavailable (attempt %d): %s", self.description, failures, exc)
                 self.device = capture.device
                 self.reconnects += 1
+                self.problem = None
                 self._log_opened(capture)
         finally:
             if capture is not None:

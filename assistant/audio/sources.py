@@ -30,6 +30,8 @@ class AudioSource(ABC):
 
     #: What the source reads, for log lines and error messages ("microphone 'USB Mic'", a path).
     description: str = "audio"
+    #: Why no audio is arriving now (a lost device being reopened); None while it flows.
+    problem: str | None = None
 
     @abstractmethod
     def blocks(self) -> Iterator[AudioBlock]:

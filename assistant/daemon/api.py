@@ -65,10 +65,13 @@ class SpeakerOut(BaseModel):
 
 
 class StatusOut(BaseModel):
-    state: str = Field(description="starting, listening, paused, quiet hours, source ended, source failed or stopping")
+    state: str = Field(
+        description="starting, listening, paused, quiet hours, source lost, source ended, source failed or stopping"
+    )
     paused: bool
     idle: bool = Field(description="nothing heard is waiting to be transcribed or filed")
     source: str
+    source_problem: str | None = Field(description="why the source delivers no audio now (a device being reopened)")
     lag_seconds: float
     queued_segments: int
     spooled_segments: int

@@ -64,11 +64,13 @@ class HeardEvent:
 
 @dataclass(frozen=True)
 class Status:
-    state: str  # starting | listening | paused | source ended | source failed | stopping
+    state: str  # starting | listening | paused | quiet hours | source lost | source ended | source failed | stopping
     paused: bool
     # Nothing heard is waiting to be transcribed or filed (the pending blocks may still wait for the LLM).
     idle: bool
     source: str
+    # Why the source delivers nothing now (a microphone unplugged and being reopened), else None.
+    source_problem: str | None
     lag_seconds: float
     queued_segments: int
     spooled_segments: int
@@ -335,6 +337,7 @@ class Daemon:
             paused=self.paused,
             idle=self._idle(),
             source=self._source_description,
+            source_problem=self._source_problem(),
             lag_seconds=round(lag, 2),
             queued_segments=queue.in_memory,
             spooled_segments=queue.on_disk,
@@ -358,7 +361,13 @@ class Daemon:
             return "paused"
         if self.quiet_now() and self.state == "listening":
             return "quiet hours"
+        if self.state == "listening" and self._source_problem():
+            return "source lost"
         return self.state
+
+    def _source_problem(self) -> str | None:
+        source = self._source
+        return source.problem if source is not None else None
 
     def ask(self, question: str) -> Iterator[str | Answer]:
         """Stream an answer: retrieval on the writer, generation under the LLM lock outside it."""

@@ -23,7 +23,7 @@ def state_label(status: dict[str, Any]) -> tuple[str, str]:
         return "☾ quiet hours", "bold magenta"
     if state == "listening":
         return "● listening", "bold green"
-    if state in ("source failed",):
+    if state in ("source failed", "source lost"):
         return f"✖ {state}", "bold red"
     return f"○ {state}", "bold"
 
