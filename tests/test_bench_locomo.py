@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from assistant.bench.locomo import plan_probes
+from assistant.bench.checkpoint import ProbeLog
+from assistant.bench.locomo import ProbeResult, plan_probes
 from assistant.bench.metrics import bleu1, locomo_f1, normalize_answer, partial_f1, rouge_l, token_f1
+from assistant.errors import InputError
 from assistant.transcripts import read_conversations
 
 from .test_cli import run
@@ -198,3 +200,71 @@ def test_every_system_streams_and_answers(tmp_path):
     # Whatever the small model answers, the full history holds Lisbon and it names it.
     assert "lisbon" in by[("full", "evidence", 0)]["prediction"].lower()
     assert "| prostream |" in out_md.read_text()
+
+
+# --- resuming a stopped run ------------------------------------------------------------------
+
+
+def _result(number: int, probe: str = "evidence", system: str = "rag") -> ProbeResult:
+    return ProbeResult(system, "tiny-1", number, 4, probe, "Q?", "Lisbon", "Lisbon [1]", 1.0, 1.0, 1.0, 1.0, 1.0,
+                       120, 3.5, 800.0)  # fmt: skip
+
+
+def test_a_checkpoint_keeps_every_answer_and_refuses_another_runs(tmp_path):
+    path, run_id = tmp_path / "answers.jsonl", {"data": "x.json", "systems": ["rag"], "limit": None}
+    log = ProbeLog(path, run_id, ProbeResult)
+    for n in range(3):
+        log.add(_result(n))
+    log.close()
+    # Killed in the middle of writing a fourth: that line is cut away and the answer asked again.
+    with path.open("a") as f:
+        f.write('{"system": "rag", "conversa')
+    again = ProbeLog(path, run_id, ProbeResult)
+    assert len(again) == 3 and again.get(("rag", "tiny-1", 1, "evidence")) == _result(1)
+    assert again.get(("rag", "tiny-1", 3, "evidence")) is None
+    again.add(_result(3, "end"))
+    again.close()
+    lines = path.read_text().splitlines()
+    assert len(lines) == 5 and all(json.loads(line) for line in lines)
+
+    with pytest.raises(InputError, match=r"answers.jsonl:1: .*another run \(systems was \['rag'\], now \['full'\]\)"):
+        ProbeLog(path, {**run_id, "systems": ["full"]}, ProbeResult)
+    lines[2] = '{"system": "rag"}'
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(InputError, match=r"answers.jsonl:3: not an answer of this benchmark"):
+        ProbeLog(path, run_id, ProbeResult)
+    path.write_text("[1, 2]\n")
+    with pytest.raises(InputError, match=r"answers.jsonl:1: not a LoCoMo bench checkpoint"):
+        ProbeLog(path, run_id, ProbeResult)
+
+
+@pytest.mark.slow
+def test_a_stopped_run_resumes_from_its_checkpoint_and_asks_only_what_is_missing(tmp_path):
+    data, checkpoint = locomo_file(tmp_path), tmp_path / "answers.jsonl"
+
+    def bench(name: str, systems: str = "prostream,rag") -> tuple[int, str, dict]:
+        out_json = tmp_path / f"{name}.json"
+        args = ["bench", "locomo", "--data", str(data), "--systems", systems, "--llm", "qwen2.5-coder-0.5b-instruct",
+                "--checkpoint", str(checkpoint), "--json", str(out_json)]  # fmt: skip
+        out = run(args, tmp_path)
+        return out.returncode, out.stderr, json.loads(out_json.read_text()) if out_json.exists() else {}
+
+    code, err, first = bench("first")
+    assert code == 0, err
+    assert first["meta"]["resumed"] == 0
+    lines = checkpoint.read_text().splitlines()
+    assert len(lines) == 1 + 16  # the header, then 4 questions x 2 probes x 2 systems
+    # Stopped after five answers, the sixth half written.
+    checkpoint.write_text("\n".join(lines[:6]) + "\n" + lines[6][:40])
+    code, err, second = bench("second")
+    assert code == 0, err
+    assert second["meta"]["resumed"] == 5 and len(second["questions"]) == 16
+    key = ("system", "probe", "number")
+    before = {tuple(q[k] for k in key): q for q in first["questions"]}
+    kept = [json.loads(line) for line in lines[1:6]]
+    for q in kept:  # taken from the checkpoint word for word, timings included: not asked again
+        assert q == before[tuple(q[k] for k in key)]
+        assert q in second["questions"]
+    assert len(checkpoint.read_text().splitlines()) == 1 + 16
+    code, err, _ = bench("third", systems="rag")
+    assert code == 4 and "belongs to another run (systems was ['prostream', 'rag'], now ['rag'])" in err

@@ -65,6 +65,12 @@ def bench() -> None:
 @click.option("--llm", "llm", default=None, help="The model that answers, for every system (default: models.llm).")
 @_outputs
 @click.option("--work-dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Keep the memories.")
+@click.option(
+    "--checkpoint",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write each answer here as it comes; a stopped run given the same file resumes.",
+)
 @click.pass_context
 def locomo(
     ctx: click.Context,
@@ -78,6 +84,7 @@ def locomo(
     json_out: Path | None,
     md_out: Path | None,
     work_dir: Path | None,
+    checkpoint: Path | None,
 ) -> None:
     """Stream LoCoMo conversations into each system; ask each question after its evidence and at the end."""
     from .locomo import count_steps, default_data, run_locomo, select_conversations
@@ -113,6 +120,7 @@ def locomo(
             answer_llm=llm,
             work_dir=work_dir,
             progress=progress,
+            checkpoint=checkpoint,
         )
     report: dict[str, Any] = locomo_json(run)
     _publish(report, locomo_markdown(report), json_out, md_out)

@@ -24,6 +24,7 @@ from ..errors import InputError
 from ..llm import load_llm, load_tokenizer
 from ..models import resolve
 from ..transcripts import Conversation, Question, read_conversations
+from .checkpoint import ProbeLog
 from .host import Machine, machine
 from .metrics import score_answer
 from .systems import SYSTEMS, Answerer, Environment, FormationCost, System
@@ -108,6 +109,7 @@ class LocomoRun:
     results: tuple[ProbeResult, ...]
     descriptions: dict[str, str]
     machine: Machine
+    resumed: int = 0  # answers taken from the checkpoint rather than asked in this process
 
 
 def default_data(settings: Settings) -> Path | None:
@@ -190,10 +192,12 @@ def run_locomo(
     answer_llm: str | None = None,
     work_dir: Path | None = None,
     progress: Callable[[int, str], None] | None = None,
+    checkpoint: Path | None = None,
 ) -> LocomoRun:
     """Stream `conversations` (read from `data`, see `select_conversations`) into every system and
     probe each question twice. `progress(steps, label)` is called as work is done; `count_steps`
-    says how many steps there are.
+    says how many steps there are. With `checkpoint`, every answer is written there as it comes,
+    and answers already there (from a stopped run with the same options) are not asked again.
     """
     unknown = [s for s in systems if s not in SYSTEMS]
     if unknown:
@@ -207,13 +211,32 @@ def run_locomo(
     runs: list[ConversationRun] = []
     results: list[ProbeResult] = []
     descriptions = {name: SYSTEMS[name].description for name in systems}
-    with tempfile.TemporaryDirectory(prefix="assistant-bench-") as tmp:
-        root = work_dir or Path(tmp)
-        for conv in conversations:
-            probes = plan_probes(conv, delay=delay, categories=categories, limit=limit)
-            run, found = _run_conversation(settings, shared, conv, probes, systems, root / conv.name, progress)
-            runs.append(run)
-            results.extend(found)
+    identity = {
+        "data": str(data),
+        "conversations": [c.name for c in conversations],
+        "systems": list(systems),
+        "answer_llm": settings.models.llm,
+        "distill_llm": settings.models.distill_llm or settings.models.llm,
+        "distill_mode": settings.memory.distill.mode,
+        "delay": delay,
+        "limit": limit,
+        "categories": list(categories),
+    }
+    log_file = ProbeLog(checkpoint, identity, ProbeResult) if checkpoint is not None else None
+    resumed = len(log_file) if log_file is not None else 0
+    try:
+        with tempfile.TemporaryDirectory(prefix="assistant-bench-") as tmp:
+            root = work_dir or Path(tmp)
+            for conv in conversations:
+                probes = plan_probes(conv, delay=delay, categories=categories, limit=limit)
+                run, found = _run_conversation(
+                    settings, shared, conv, probes, systems, root / conv.name, progress, log_file
+                )
+                runs.append(run)
+                results.extend(found)
+    finally:
+        if log_file is not None:
+            log_file.close()
     return LocomoRun(
         data=str(data),
         systems=tuple(systems),
@@ -228,6 +251,7 @@ def run_locomo(
         results=tuple(results),
         descriptions=descriptions,
         machine=host,
+        resumed=resumed,
     )
 
 
@@ -260,6 +284,7 @@ def _run_conversation(
     names: Sequence[str],
     work_dir: Path,
     progress: Callable[[int, str], None] | None,
+    log_file: ProbeLog | None = None,
 ) -> tuple[ConversationRun, list[ProbeResult]]:
     systems: dict[str, System] = {}
     totals = {name: SystemTotals() for name in names}
@@ -279,7 +304,16 @@ def _run_conversation(
             for name, system in systems.items():
                 held = system.remembered()
                 for p in point:
-                    results.append(_probe(system, name, p, probe_kind, held))
+                    done = log_file.get((name, conv.name, p.number, probe_kind)) if log_file is not None else None
+                    if done is not None:
+                        # Asking leaves a mark on some memories (uses counted): leave the same mark.
+                        system.replay(p.question.question)
+                        results.append(done)
+                        continue
+                    result = _probe(system, name, p, probe_kind, held)
+                    results.append(result)
+                    if log_file is not None:
+                        log_file.add(result)
             if progress:
                 progress(len(point), f"{conv.name}: {probe_kind} probes")
 

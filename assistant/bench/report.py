@@ -2,7 +2,8 @@
 
 JSON layout (`format: assistant-bench-locomo/1`):
   meta:     data, systems, answer_llm, distill_llm, distill_mode, delay, limit, categories,
-            seconds, date, machine, conversations [{name, utterances, questions}]
+            seconds, resumed (answers taken from a checkpoint), date, machine,
+            conversations [{name, utterances, questions}]
   systems:  {name: {description, f1, bleu1, rouge_l, formation, evidence_recall, context_tokens,
             (over categories 1-4, at the evidence probe), f1_adversarial (category 5),
             at_end {same keys, at the end-of-stream probe}, by_category {probe: {category: {n, ...}}},
@@ -126,6 +127,7 @@ def locomo_json(run: LocomoRun) -> dict[str, Any]:
             "limit": run.limit,
             "categories": list(run.categories),
             "seconds": run.seconds,
+            "resumed": run.resumed,
             "date": host.date,
             "machine": host.describe(),
             "conversations": [
@@ -154,7 +156,12 @@ def locomo_markdown(report: dict[str, Any]) -> str:
     lines = [
         f"Data: `{meta['data']}`: {convs}. Answering LLM `{meta['answer_llm']}`; memory formation: {formation}. "
         f"Probe delay {meta['delay']} session(s). "
-        f"{meta['machine']}; {meta['date']}; {meta['seconds'] / 60:.1f} min.",
+        f"{meta['machine']}; {meta['date']}; {meta['seconds'] / 60:.1f} min"
+        + (
+            f" (resumed: {meta['resumed']} answers came from the checkpoint of the stopped run before it)."
+            if meta.get("resumed")
+            else "."
+        ),
         "",
     ]
     for kind, title in (("evidence", "after the evidence"), ("end", "at the end of the stream")):

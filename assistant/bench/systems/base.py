@@ -96,6 +96,9 @@ class System(ABC):
     @abstractmethod
     def ask(self, question: str) -> Reply: ...
 
+    def replay(self, question: str) -> None:  # noqa: B027 - a memory that asking does not change needs nothing
+        """Change the memory as asking `question` would, without the answer (a resumed run's skipped question)."""
+
     @abstractmethod
     def memory_tokens(self) -> int: ...
 

@@ -60,6 +60,9 @@ class ProStreamSystem(System):
         positions = frozenset(where[e.utterance_id] for e in answer.context if e.utterance_id in where)
         return Reply(answer.text, positions, answer.context_tokens, answer.retrieval_ms, answer.answer_ms)
 
+    def replay(self, question: str) -> None:
+        self.memory.prepare(question)  # retrieval counts the uses, as asking does
+
     def memory_tokens(self) -> int:
         return self.memory.store.total_tokens()
 
