@@ -335,6 +335,10 @@ def test_microphone_lost_mid_stream_is_reopened_and_nothing_heard_is_lost(
     breaks = [i for i in range(1, len(blocks)) if blocks[i].start - blocks[i - 1].start - blocks[i - 1].duration > 0.01]
     assert len(breaks) == 1
     before, after = blocks[: breaks[0]], blocks[breaks[0] :]
+    # The loss itself is marked by an empty block where the audio stopped, so the segmenter closes
+    # what was being said without waiting for the device.
+    assert [i for i, b in enumerate(blocks) if not len(b.samples)] == [breaks[0] - 1]
+    assert before[-1].start == pytest.approx(before[-2].start + before[-2].duration)
     # Everything the device handed over before it vanished came out, sample for sample.
     heard = np.concatenate([frames for _, frames in first])[:, 0]
     np.testing.assert_array_equal(joined(before), np.rint(heard * 32768).astype(np.int16))

@@ -203,6 +203,19 @@ def test_a_gap_in_the_timeline_ends_the_open_segment(dialog: Dialog) -> None:
     assert out[2].start == pytest.approx(dialog.turns[1][0] + 5.0 - 0.3, abs=0.06)
 
 
+def test_an_empty_block_is_a_break_that_ends_the_open_segment(dialog: Dialog) -> None:
+    samples = read_int16(dialog.path)
+    first, last = dialog.turns[0]
+    cut = round((first + last) / 2 * SAMPLE_RATE)
+    segmenter = Segmenter(vad_options())
+    assert [s for block in blocks_of(samples[:cut], 4000) for s in segmenter.feed(block)] == []
+    # The microphone vanished mid-sentence: no more audio, so no silence will close the segment.
+    (segment,) = segmenter.feed(AudioBlock(np.zeros(0, dtype=np.int16), start=cut / SAMPLE_RATE))
+    assert segment.start == pytest.approx(first - 0.3, abs=0.06) and segment.end == pytest.approx(cut / SAMPLE_RATE)
+    assert segmenter.feed(AudioBlock(np.zeros(0, dtype=np.int16), start=cut / SAMPLE_RATE)) == []
+    assert segmenter.flush() == []
+
+
 @pytest.mark.parametrize(
     ("kind", "volume"), [("silence", 0.0), ("whitenoise", 0.05), ("pinknoise", 0.05), ("brownnoise", 0.05)]
 )

@@ -215,6 +215,10 @@ class _Timeline:
         self.recorded += len(data)
         yield from self._emit(self.converter.convert(data))
 
+    def end(self) -> float | None:
+        """Where the audio emitted so far ends on the wall clock (None before any)."""
+        return self.anchor + self.emitted / SAMPLE_RATE if self.anchor is not None else None
+
     def tail(self) -> Iterator[AudioBlock]:
         """What the resampler still holds: the end of the stretch must not be lost."""
         yield from self._emit(self.converter.flush())
@@ -349,6 +353,11 @@ class Microphone(AudioSource):
                     delivered = True
                     yield from timeline.add(when, data)
                 yield from timeline.tail()
+                # Speech that ended just before the device vanished must not wait for it to return
+                # (possibly never) to be heard: the break closes it now.
+                end = timeline.end()
+                if end is not None:
+                    yield AudioBlock(samples=np.zeros(0, dtype=np.int16), start=end)
                 return reason, delivered
             last_audio = time.monotonic()
             delivered = True

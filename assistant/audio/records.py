@@ -12,7 +12,11 @@ SAMPLE_RATE = 16_000
 
 @dataclass(frozen=True)
 class AudioBlock:
-    """Consecutive samples from a source: int16, mono, SAMPLE_RATE."""
+    """Consecutive samples from a source: int16, mono, SAMPLE_RATE.
+
+    An empty block is a break: the audio stopped at `start` (a microphone was lost), so whatever
+    was being said before it has ended.
+    """
 
     samples: np.ndarray
     # Seconds since the epoch of the first sample (a file's blocks count from its start time).

@@ -117,6 +117,9 @@ class Segmenter:
 
     def feed(self, block: AudioBlock) -> list[SpeechSegment]:
         """Take one block; return the segments it completed (often none)."""
+        if not len(block.samples):
+            # A break: no silence will come to close what is open, so it ends here.
+            return self.flush()
         out: list[SpeechSegment] = []
         if self._origin is not None:
             expected = self._origin + (self._consumed + len(self._pending)) / SAMPLE_RATE
