@@ -144,6 +144,11 @@ def test_bad_options_are_refused_with_a_reason(tmp_path):
     assert out.returncode == 4 and "no conversation(s) conv-99" in out.stderr
     out = run(["bench", "locomo", "--data", str(tmp_path / "absent.json")], tmp_path)
     assert out.returncode == 4 and "absent.json: no such file" in out.stderr
+    used = tmp_path / "work"
+    (used / "tiny-1" / "rag").mkdir(parents=True)
+    (used / "tiny-1" / "rag" / "rag.db").write_bytes(b"")
+    out = run(["bench", "locomo", "--data", str(data), "--work-dir", str(used)], tmp_path)
+    assert out.returncode == 4 and "holds the memories of an earlier run" in out.stderr
 
 
 # --- a real run ------------------------------------------------------------------------------

@@ -204,6 +204,13 @@ def run_locomo(
         raise InputError(f"unknown system(s) {', '.join(unknown)}; choose from {', '.join(SYSTEMS)}")
     if delay < 0:
         raise InputError(f"--delay must be 0 or more sessions, got {delay}")
+    if work_dir is not None:
+        used = [work_dir / c.name for c in conversations if (work_dir / c.name).exists()]
+        if any(any(d.iterdir()) for d in used):
+            raise InputError(
+                f"{work_dir} holds the memories of an earlier run, and every system must start empty: "
+                "remove it or pass another --work-dir (a --checkpoint resumes a run without them)"
+            )
     settings = bench_settings(settings, answer_llm)
     host = machine()
     started = time.perf_counter()
