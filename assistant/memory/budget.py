@@ -110,9 +110,9 @@ def _states_later(other: Node, keeper: Node) -> bool:
 def _close_pairs(vectors: np.ndarray, threshold: float) -> list[tuple[float, int, int]]:
     """Every pair (i < j) of vectors with cosine above `threshold`, as (similarity, i, j).
 
-    One matrix product in row blocks rather than a nearest-neighbour query per unit: the per-unit
-    queries cost about 150 us each, 0.3 s a block once the tree holds its ~2,000 units, and the
-    product finds every close pair, not only each unit's single nearest one.
+    One matrix product in row blocks rather than a nearest-neighbour query per unit: over the
+    2,067 units of a full default tree the queries took 356 ms a block and the product 88 ms
+    (medians side by side), and the product finds every close pair, not only each unit's nearest.
     """
     vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
     found: list[tuple[float, int, int]] = []
