@@ -121,6 +121,11 @@ class AssistantApp(App[None]):
         """The screen the panes live on: App.query_one would search a dialog on top of it instead."""
         return self.screen_stack[0]
 
+    def _closing(self) -> bool:
+        """Whether the panes are gone: a poll or a worker's message can land while the app closes,
+        after its screens were taken down (the screen stack is then empty)."""
+        return not self.screen_stack or not self.main.query(StatusBar)
+
     @property
     def chat(self) -> ChatPane:
         return self.main.query_one(ChatPane)
@@ -171,8 +176,8 @@ class AssistantApp(App[None]):
 
     @on(StatusArrived)
     def show_status(self, message: StatusArrived) -> None:
-        if not self.main.query(StatusBar):
-            return  # a poll that lands while the app closes
+        if self._closing():
+            return
         status = message.status
         came_back = not self.connected
         self.status, self.connected = status, True
@@ -190,7 +195,7 @@ class AssistantApp(App[None]):
 
     @on(DaemonLost)
     def lost(self) -> None:
-        if not self.main.query(StatusBar):
+        if self._closing():
             return
         was = self.connected
         self.connected = False
@@ -222,10 +227,14 @@ class AssistantApp(App[None]):
 
     @on(TranscriptPane.Heard)
     def heard(self, message: TranscriptPane.Heard) -> None:
+        if self._closing():
+            return
         self.transcript.add(message.event)
 
     @on(TranscriptPane.Connection)
     def transcript_connection(self, message: TranscriptPane.Connection) -> None:
+        if self._closing():
+            return
         self.transcript.say(None if message.up and not message.detail else message.detail)
 
     # --- chat ---------------------------------------------------------------------------------
@@ -251,6 +260,8 @@ class AssistantApp(App[None]):
 
     @on(Streamed)
     def streamed(self, message: Streamed) -> None:
+        if self._closing():
+            return
         answer, line = message.answer, message.line
         kind = line.get("type")
         if kind == "token":
