@@ -121,7 +121,7 @@ class AssistantApp(App[None]):
         """The screen the panes live on: App.query_one would search a dialog on top of it instead."""
         return self.screen_stack[0]
 
-    def _closing(self) -> bool:
+    def _panes_gone(self) -> bool:
         """Whether the panes are gone: a poll or a worker's message can land while the app closes,
         after its screens were taken down (the screen stack is then empty)."""
         return not self.screen_stack or not self.main.query(StatusBar)
@@ -176,7 +176,7 @@ class AssistantApp(App[None]):
 
     @on(StatusArrived)
     def show_status(self, message: StatusArrived) -> None:
-        if self._closing():
+        if self._panes_gone():
             return
         status = message.status
         came_back = not self.connected
@@ -195,7 +195,7 @@ class AssistantApp(App[None]):
 
     @on(DaemonLost)
     def lost(self) -> None:
-        if self._closing():
+        if self._panes_gone():
             return
         was = self.connected
         self.connected = False
@@ -227,13 +227,13 @@ class AssistantApp(App[None]):
 
     @on(TranscriptPane.Heard)
     def heard(self, message: TranscriptPane.Heard) -> None:
-        if self._closing():
+        if self._panes_gone():
             return
         self.transcript.add(message.event)
 
     @on(TranscriptPane.Connection)
     def transcript_connection(self, message: TranscriptPane.Connection) -> None:
-        if self._closing():
+        if self._panes_gone():
             return
         self.transcript.say(None if message.up and not message.detail else message.detail)
 
@@ -260,7 +260,7 @@ class AssistantApp(App[None]):
 
     @on(Streamed)
     def streamed(self, message: Streamed) -> None:
-        if self._closing():
+        if self._panes_gone():
             return
         answer, line = message.answer, message.line
         kind = line.get("type")
