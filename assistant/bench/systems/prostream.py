@@ -67,7 +67,7 @@ class ProStreamSystem(System):
         return self.memory.store.total_tokens()
 
     def database_bytes(self) -> int:
-        return self.memory.stats().database_bytes
+        return self.memory.store.file_bytes()
 
     def formation_cost(self) -> FormationCost:
         return FormationCost(self._calls, self._prompt, self._completion)

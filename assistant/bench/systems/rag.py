@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import time
-from pathlib import Path
 
 from ...memory.records import Utterance
 from ...store.store import Store
@@ -48,7 +46,7 @@ class RagSystem(System):
         return self._tokens
 
     def database_bytes(self) -> int:
-        return sum(os.path.getsize(p) for p in (self._path, Path(f"{self._path}-wal")) if p.exists())
+        return self._store.file_bytes()
 
     def close(self) -> None:
         self._store.close()
