@@ -59,7 +59,16 @@ async def _settle(pilot: Pilot[Any], ok: Any, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while not ok() and time.monotonic() < deadline:
         await pilot.pause(0.1)
+    _steady_cursors(pilot.app)
     await pilot.pause(0.3)
+
+
+def _steady_cursors(app: Any) -> None:
+    """A focused Input blinks its cursor every half second from its mount, so a screenshot
+    would catch it on or off depending on how long the daemon took to answer: hold it on."""
+    for screen in app.screen_stack:
+        for field in screen.query(Input):
+            field.cursor_blink = False
 
 
 @pytest.mark.parametrize("size", SIZES)

@@ -79,7 +79,7 @@ def _merge_similar(store: Store, budget: BudgetOptions, util: UtilityOptions, no
         na, nb = amus[a], amus[b]
         keeper, other = (na, nb) if _u(na, now, util) >= _u(nb, now, util) else (nb, na)
         store.absorb(keeper, other)
-        if _states_later(other, keeper):
+        if keeper.superseded_by(other.text, other.relation, other.end_time):
             # Near-identical units that differ are usually one fact at two moments ("the budget is
             # 12,000" / "... 14,000"): the unit must say the current value, as a restatement does.
             store.restate_node(keeper.id, other.text, other.tokens, other.end_time or 0.0, other.relation)
@@ -94,17 +94,6 @@ def _merge_similar(store: Store, budget: BudgetOptions, util: UtilityOptions, no
         amus[keeper.id] = store.node(keeper.id) or keeper
         merged += 1
     return merged
-
-
-def _states_later(other: Node, keeper: Node) -> bool:
-    """Whether `other` is a later statement than `keeper` (a bare mention states nothing)."""
-    if (
-        other.relation == "mentioned"
-        or other.end_time is None
-        or " ".join(other.text.split()) == " ".join(keeper.text.split())
-    ):
-        return False
-    return keeper.end_time is None or other.end_time > keeper.end_time
 
 
 def _close_pairs(vectors: np.ndarray, threshold: float) -> list[tuple[float, int, int]]:

@@ -254,16 +254,8 @@ class ProStream:
         return 1
 
     def _restate(self, unit_id: int, amu: AmuCandidate, vector: np.ndarray, said_at: float) -> None:
-        """A later statement of a known fact carries its current value ("the trip moves to June"):
-        the unit takes the newer words, or it would keep answering with a superseded value.
-
-        A bare mention ("Sam mentioned Lisbon") says less than any statement, so it never
-        replaces one; an older statement (a block distilled late) never replaces a newer one.
-        """
         unit = self.store.node(unit_id)
-        if unit is None or amu.relation == "mentioned" or " ".join(amu.text.split()) == " ".join(unit.text.split()):
-            return
-        if unit.end_time is not None and said_at < unit.end_time:
+        if unit is None or not unit.superseded_by(amu.text, amu.relation, said_at):
             return
         self.store.restate_node(unit_id, amu.text, self._tokens(amu.text), said_at, amu.relation)
         self.store.set_node_vector(unit_id, Level.AMU, vector)

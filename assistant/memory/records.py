@@ -95,6 +95,19 @@ class Node:
     end_time: float | None = None
     relation: str | None = None
 
+    def superseded_by(self, text: str, relation: str | None, said_at: float | None) -> bool:
+        """Whether a statement of this atom's fact, said at `said_at`, should replace its words:
+        a later statement carries the current value ("the trip moves to June"), or the unit
+        would keep answering with a superseded one.
+
+        A bare mention ("Sam mentioned Lisbon") says less than any statement, so it never
+        replaces one; neither do the same words, nor an older statement (a block distilled
+        late, or the older of two merged units).
+        """
+        if relation == "mentioned" or said_at is None or " ".join(text.split()) == " ".join(self.text.split()):
+            return False
+        return self.end_time is None or said_at >= self.end_time
+
 
 @dataclass(frozen=True)
 class Evidence:
