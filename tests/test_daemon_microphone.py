@@ -201,11 +201,23 @@ def test_push_to_talk_cancel_drops_the_recording(room: Room, conversation: list[
     with room.daemon.client() as c:
         stop = c.post("/push-to-talk/stop")
         assert stop.status_code == 400 and "not recording" in stop.json()["error"]
+        assert c.get("/push-to-talk").json() == {"recording": False, "seconds": 0.0, "level_dbfs": None}
         assert c.post("/push-to-talk/start").status_code == 200
         second = c.post("/push-to-talk/start")
         assert second.status_code == 400 and "already recording" in second.json()["error"]
-        room.play(dropped)
+        # The indicator's level meter: the silent room, then the sentence as it is spoken.
+        wait_until(lambda: c.get("/push-to-talk").json()["seconds"] > 0.3, "the recording to start")
+        quiet = c.get("/push-to-talk").json()["level_dbfs"]
+        queued, levels = room.mic.play(dropped), []
+        while not queued.with_name(queued.name + ".played").exists():
+            state = c.get("/push-to-talk").json()
+            assert state["recording"] is True
+            levels.append(state["level_dbfs"])
+            time.sleep(0.05)
+        room.mic.wait_played(queued)
+        assert quiet <= -60 and max(levels) > -35, (quiet, levels)
         assert c.post("/push-to-talk/cancel").json() == {"state": "cancelled"}
+        assert c.get("/push-to-talk").json()["recording"] is False
         # Cancelled is over: there is nothing left to answer or to cancel.
         assert c.post("/push-to-talk/stop").status_code == 400
         assert c.post("/push-to-talk/cancel").status_code == 400

@@ -307,7 +307,11 @@ def test_push_to_talk_records_shows_the_question_and_answers(tmp_path: Path) -> 
             queued = mic.play(question)
             await asyncio.to_thread(mic.wait_played, queued)
             await pilot.pause(1.5)
-            assert "REC 0:0" in str(app.main.query_one("#recording", Static).render())
+            shown = str(app.main.query_one("#recording", Static).render())
+            # The time so far, and the level meter fed by the daemon's recording (the room is
+            # silent again once the question has played: the floor).
+            assert "REC 0:0" in shown and "▯" in shown and " dB" in shown, shown
+            assert app.recording_state is not None and app.recording_state["seconds"] > 1.0
             await pilot.press("ctrl+t")
             await until(pilot, lambda: answers(app) and answers(app)[-1].done, "the spoken answer", timeout=180)
             asked = str(app.main.query(QuestionView).last().render())

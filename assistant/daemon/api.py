@@ -33,7 +33,7 @@ from ..memory.archive import Selection
 from ..memory.forget import ForgetFilter
 from ..memory.records import Answer, Evidence, Speaker
 from ..memory.speakers import MAX_ID
-from .daemon import Daemon, HeardEvent
+from .daemon import Daemon, HeardEvent, QuestionState
 
 log = logging.getLogger(__name__)
 
@@ -406,6 +406,10 @@ def create_app(daemon: Daemon) -> FastAPI:
     async def resume() -> StatusOut:
         daemon.resume()
         return await status()
+
+    @app.get("/push-to-talk", summary="The question being recorded: how long, and how loud just now")
+    async def ptt_state() -> QuestionState:
+        return daemon.question_state()
 
     @app.post("/push-to-talk/start", summary="Record a spoken question (never stored)", responses=errors)
     async def ptt_start() -> dict[str, str]:

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from ..audio.level import level_dbfs
 from ..audio.records import SAMPLE_RATE, AudioBlock, SpeechSegment
 from ..audio.sources import AudioSource, open_source
 from ..audio.vad import speech_segments
@@ -96,6 +97,24 @@ class _Recording:
     @property
     def seconds(self) -> float:
         return sum(len(b) for b in self.blocks) / SAMPLE_RATE
+
+    def level_dbfs(self) -> float | None:
+        """The level of the last tenth of a second recorded; None before the first block."""
+        if not self.blocks:
+            return None
+        # Microphone blocks are 30 ms by default; the last eight cover a tenth of a second at any
+        # block length down to 12.5 ms, without joining the whole recording at every poll.
+        tail = np.concatenate(self.blocks[-8:])[-(SAMPLE_RATE // 10) :]
+        return round(level_dbfs(tail), 1)
+
+
+@dataclass(frozen=True)
+class QuestionState:
+    """A push-to-talk recording as the recording indicator shows it."""
+
+    recording: bool
+    seconds: float
+    level_dbfs: float | None
 
 
 class Daemon:
@@ -457,6 +476,12 @@ class Daemon:
         if self._recording is not None and not self._recording.done.is_set():
             raise InputError("push-to-talk is already recording")
         self._recording = _Recording(time.time())
+
+    def question_state(self) -> QuestionState:
+        recording = self._recording
+        if recording is None:
+            return QuestionState(recording=False, seconds=0.0, level_dbfs=None)
+        return QuestionState(recording=True, seconds=round(recording.seconds, 2), level_dbfs=recording.level_dbfs())
 
     def cancel_question(self) -> None:
         recording, self._recording = self._recording, None

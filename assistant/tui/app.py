@@ -13,7 +13,6 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, ClassVar
 
-from rich.text import Text
 from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
@@ -39,12 +38,15 @@ from .dialogs import (
 )
 from .memory import MemoryPane, MemoryTree, count_nodes
 from .offline import NoDaemonScreen
+from .recording import recording_line
 from .speakers import SpeakersPane
 from .status import StatusBar
 from .transcript import TranscriptPane
 
 POLL_SECONDS = 2.0
 RECONNECT_SECONDS = 1.0
+# While a question is recorded the indicator redraws and asks the daemon for its level this often.
+RECORDING_TICK_SECONDS = 0.25
 GONE_NOTICE = "daemon went away; reconnecting…"
 
 
@@ -94,6 +96,8 @@ class AssistantApp(App[None]):
         self.connected = False
         self.ever_connected = False
         self.recording_since: float | None = None
+        # The daemon's last word on the recording (its level and length), polled with each tick.
+        self.recording_state: dict[str, Any] | None = None
         self.theme = "textual-dark"
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -146,7 +150,7 @@ class AssistantApp(App[None]):
         self.chat.input.focus()
         self.first_contact()
         self.set_interval(POLL_SECONDS, self.poll_status)
-        self.set_interval(0.5, self._tick_recording)
+        self.set_interval(RECORDING_TICK_SECONDS, self._tick_recording)
         self.read_transcript()
 
     async def on_unmount(self) -> None:
@@ -338,17 +342,24 @@ class AssistantApp(App[None]):
             return  # the interval can fire while the app is still composing or already closing
         indicator = found.first(Static)
         if self.recording_since is None:
+            self.recording_state = None
             indicator.display = False
             return
-        elapsed = int(time.monotonic() - self.recording_since)
-        dot = "●" if int(time.monotonic() * 2) % 2 == 0 else "○"
-        indicator.update(
-            Text.assemble(
-                (f"{dot} REC {elapsed // 60}:{elapsed % 60:02d}", "bold red"),
-                "  ctrl+t stops and asks · Escape cancels",
-            )
-        )
+        now = time.monotonic()
+        limit = self.settings.daemon.max_question_seconds
+        indicator.update(recording_line(now - self.recording_since, int(now * 2) % 2 == 0, self.recording_state, limit))
         indicator.display = True
+        self.poll_recording()
+
+    @work(exclusive=True, group="ptt-level")
+    async def poll_recording(self) -> None:
+        """The level and length the daemon recorded so far, for the next tick's meter."""
+        try:
+            state = await self.client.ptt_state()
+        except AssistantError:
+            return  # the status poll reports a lost daemon; the meter just stops moving
+        if self.recording_since is not None and state.get("recording"):
+            self.recording_state = state
 
     # --- memory -------------------------------------------------------------------------------
 

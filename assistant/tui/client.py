@@ -93,6 +93,10 @@ class AsyncDaemonClient:
     async def ptt_start(self) -> dict[str, Any]:
         return await self._call("POST", "/push-to-talk/start")
 
+    async def ptt_state(self) -> dict[str, Any]:
+        """{"recording", "seconds", "level_dbfs"}: what the recording indicator shows."""
+        return await self._call("GET", "/push-to-talk")
+
     async def ptt_cancel(self) -> dict[str, Any]:
         return await self._call("POST", "/push-to-talk/cancel")
 

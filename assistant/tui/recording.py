@@ -1,0 +1,42 @@
+"""The push-to-talk indicator: a blinking REC, the time recorded, and a level meter."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+
+# The meter spans this range: speech close to a laptop microphone peaks near -20 dBFS, a
+# whisper across the desk sits near -50, and below -60 there is nothing worth showing.
+METER_FLOOR_DBFS = -60.0
+METER_CELLS = 12
+
+
+def level_meter(level_dbfs: float | None) -> Text:
+    """Cells lit in proportion to the level: green for speech, yellow when loud, red near clipping."""
+    if level_dbfs is None:
+        return Text("▯" * METER_CELLS + "  waiting for sound", style="dim")
+    fraction = (min(0.0, level_dbfs) - METER_FLOOR_DBFS) / -METER_FLOOR_DBFS
+    lit = max(0, min(METER_CELLS, round(fraction * METER_CELLS)))
+    meter = Text()
+    for cell in range(METER_CELLS):
+        if cell >= lit:
+            meter.append("▯", style="dim")
+        else:
+            db = METER_FLOOR_DBFS * (1 - (cell + 1) / METER_CELLS)
+            meter.append("▮", style="red" if db > -6 else "yellow" if db > -18 else "green")
+    meter.append(f" {level_dbfs:4.0f} dB", style="dim")
+    return meter
+
+
+def recording_line(elapsed: float, blink_on: bool, state: dict[str, Any] | None, limit_seconds: float) -> Text:
+    """What the indicator says while a question is recorded; `state` is the daemon's last word."""
+    whole = int(elapsed)
+    line = Text.assemble((f"{'●' if blink_on else '○'} REC {whole // 60}:{whole % 60:02d}", "bold red"), "  ")
+    line.append_text(level_meter(state["level_dbfs"] if state else None))
+    if state and state["seconds"] >= limit_seconds:
+        line.append(f"  {limit_seconds:.0f} s limit reached", style="bold yellow")
+    line.append("  ctrl+t stops and asks · Escape cancels")
+    # One line: on a narrow terminal the key hints give way, never the time or the meter.
+    line.no_wrap, line.overflow = True, "ellipsis"
+    return line
