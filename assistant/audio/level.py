@@ -6,7 +6,8 @@ import math
 
 import numpy as np
 
-# Below this a meter shows nothing: 16-bit silence with dither sits near -90 dBFS.
+# The level reported for silence: a little above the quietest 16-bit signal (one bit of noise,
+# about -96 dBFS), so digital silence and a dead-quiet room read the same.
 FLOOR_DBFS = -90.0
 
 
