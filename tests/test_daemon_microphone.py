@@ -209,7 +209,8 @@ def test_push_to_talk_cancel_drops_the_recording(room: Room, conversation: list[
         wait_until(lambda: c.get("/push-to-talk").json()["seconds"] > 0.3, "the recording to start")
         quiet = c.get("/push-to-talk").json()["level_dbfs"]
         queued, levels = room.mic.play(dropped), []
-        while not queued.with_name(queued.name + ".played").exists():
+        deadline = time.monotonic() + 60
+        while not queued.with_name(queued.name + ".played").exists() and time.monotonic() < deadline:
             state = c.get("/push-to-talk").json()
             assert state["recording"] is True
             levels.append(state["level_dbfs"])

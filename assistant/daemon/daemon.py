@@ -93,12 +93,19 @@ class _Recording:
     blocks: list[np.ndarray] = field(default_factory=list)
     done: threading.Event = field(default_factory=threading.Event)
     cancelled: bool = False
+    # Kept as blocks arrive: the capture thread checks the length limit at every block, and
+    # summing the blocks there would grow with the recording.
+    samples: int = 0
+
+    def add(self, block: np.ndarray) -> None:
+        self.blocks.append(block)
+        self.samples += len(block)
 
     @property
     def seconds(self) -> float:
-        return sum(len(b) for b in self.blocks) / SAMPLE_RATE
+        return self.samples / SAMPLE_RATE
 
-    def level_dbfs(self) -> float | None:
+    def level(self) -> float | None:
         """The level of the last tenth of a second recorded; None before the first block."""
         if not self.blocks:
             return None
@@ -226,7 +233,7 @@ class Daemon:
                 # Past the length limit the question is cut, but the speaker is still talking to
                 # the assistant, not the room: nothing reaches the conversation until they stop.
                 if not recording.done.is_set():
-                    recording.blocks.append(block.samples)
+                    recording.add(block.samples)
                     if recording.seconds >= self.settings.daemon.max_question_seconds:
                         recording.done.set()
                 continue
@@ -481,7 +488,7 @@ class Daemon:
         recording = self._recording
         if recording is None:
             return QuestionState(recording=False, seconds=0.0, level_dbfs=None)
-        return QuestionState(recording=True, seconds=round(recording.seconds, 2), level_dbfs=recording.level_dbfs())
+        return QuestionState(recording=True, seconds=round(recording.seconds, 2), level_dbfs=recording.level())
 
     def cancel_question(self) -> None:
         recording, self._recording = self._recording, None
