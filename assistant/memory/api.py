@@ -30,7 +30,7 @@ from .answer import DONT_KNOW, Prompt, build_prompt, cited_evidence, says_unknow
 from .budget import enforce_budget
 from .distill import Distiller
 from .engine import ProStream, StepReport
-from .records import Answer, Level, Node, Retrieval, RetrievedPath, Speaker, Utterance
+from .records import Answer, Level, Node, RecallFilter, Retrieval, RetrievedPath, Speaker, Utterance
 from .retrieve import mark_used, retrieve
 
 
@@ -289,25 +289,56 @@ class Memory:
             )
         return q
 
-    def search(self, query: str, *, use: bool = False) -> Retrieval:
-        """Hierarchical retrieval plus the short-term and pending buffers: what an answer would see.
+    def recall_filter(
+        self,
+        *,
+        since: float | None = None,
+        until: float | None = None,
+        speaker: str | int | None = None,
+    ) -> RecallFilter:
+        """Check a caller's window and speaker; the speaker (a name or an id) must be known."""
+        for name, value in (("since", since), ("until", until)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+                raise InputError(f"{name} must be seconds since the epoch, got {value!r}")
+        if since is not None and until is not None and since >= until:
+            raise InputError("since must be before until")
+        name = speakers.find(self.store, speaker).name if speaker is not None else None
+        return RecallFilter(
+            float(since) if since is not None else None, float(until) if until is not None else None, name
+        )
 
-        `use=True` counts the paths as used (Eq. 1's f and dt), as asking does.
+    def search(
+        self,
+        query: str,
+        *,
+        since: float | None = None,
+        until: float | None = None,
+        speaker: str | int | None = None,
+        use: bool = False,
+        now: float | None = None,
+    ) -> Retrieval:
+        """What an answer would see: the recalled lines, the tree paths and the buffers.
+
+        `since`/`until` (seconds since the epoch) and `speaker` (a name or id) limit the recall;
+        `now` is when the question is asked (default: the wall clock), against which its own
+        words ("last week") are read. `use=True` counts the paths as used (Eq. 1's f and dt),
+        as asking does.
         """
         q = self.check_question(query)
+        window = self.recall_filter(since=since, until=until, speaker=speaker)
         vector = self._embedder.encode_one(q)
         opts = self.settings.memory
-        now = self.store.clock
-        paths = retrieve(self.store, vector, opts.retrieval, opts.utility, now)
+        clock = self.store.clock
+        paths = retrieve(self.store, vector, opts.retrieval, opts.utility, clock)
         paths = self._with_sources(paths, vector)
         if use and paths:
             with self.store.atomic():
-                mark_used(self.store, paths, now)
-        short_term = tuple(self.engine.buffer.visible)
+                mark_used(self.store, paths, clock)
+        short_term = tuple(u for u in self.engine.buffer.visible if window.admits(u.speaker, u.time))
         pending = tuple(self.store.pending_blocks())
         recent = [u.id for u in short_term] + [u.id for b in pending for u in b.utterances]
         scores = [p.score for p in paths] + [float(v @ vector) for v in self.store.utterance_vectors(recent).values()]
-        return Retrieval(q, tuple(paths), short_term, pending, max(scores, default=0.0))
+        return Retrieval(q, tuple(paths), short_term, pending, max(scores, default=0.0), filter=window)
 
     def _with_sources(self, paths: list[RetrievedPath], query_vector: np.ndarray) -> list[RetrievedPath]:
         """Attach to each path the utterances it rests on that are closest to the question."""
@@ -332,14 +363,24 @@ class Memory:
             out.append(RetrievedPath(p.scene, p.event, p.amus, p.score, tuple(chosen)))
         return out
 
-    def prepare(self, question: str) -> PreparedQuestion:
-        """Retrieve and frame a question: the part of asking that reads (and marks) the store.
+    def prepare(
+        self,
+        question: str,
+        *,
+        since: float | None = None,
+        until: float | None = None,
+        speaker: str | int | None = None,
+        use: bool = True,
+        now: float | None = None,
+    ) -> PreparedQuestion:
+        """Retrieve and frame a question: the part of asking that reads (and, with `use`, marks) the store.
 
         The daemon runs this on its single writer thread and the generation elsewhere, so a slow
-        answer never holds up the writes.
+        answer never holds up the writes. `use=False` asks without leaving a mark (an observer:
+        the benchmark's probes).
         """
         t0 = _time.perf_counter()
-        retrieval = self.search(question, use=True)
+        retrieval = self.search(question, since=since, until=until, speaker=speaker, use=use, now=now)
         ms = (_time.perf_counter() - t0) * 1000
         if retrieval.empty or retrieval.relevance < self.settings.memory.answer.min_relevance:
             return PreparedQuestion(retrieval, None, ms)
@@ -376,12 +417,15 @@ class Memory:
             tuple(prompt.sources.values()),
         )
 
-    def ask_stream(self, question: str) -> Iterator[str | Answer]:
-        """Yield the answer's text as it is generated, then the finished `Answer`."""
-        yield from self.answer_stream(self.prepare(question))
+    def ask_stream(self, question: str, **recall: Any) -> Iterator[str | Answer]:
+        """Yield the answer's text as it is generated, then the finished `Answer`.
 
-    def ask(self, question: str) -> Answer:
-        for item in self.ask_stream(question):
+        `recall` takes `prepare`'s keywords: since, until, speaker, use, now.
+        """
+        yield from self.answer_stream(self.prepare(question, **recall))
+
+    def ask(self, question: str, **recall: Any) -> Answer:
+        for item in self.ask_stream(question, **recall):
             if isinstance(item, Answer):
                 return item
         raise AssertionError("ask_stream ended without an answer")  # pragma: no cover

@@ -134,6 +134,48 @@ class RetrievedPath:
 
 
 @dataclass(frozen=True)
+class RecallFilter:
+    """Limits what a question or a search may recall: a time window [since, until) and one speaker.
+
+    A bound is given by the caller (`--since`, `--speaker`) or read from the question's own
+    words ("what did Sam say last week?"); `inferred` names the bounds that came from the words.
+    """
+
+    since: float | None = None
+    until: float | None = None
+    speaker: str | None = None
+    inferred: tuple[str, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return self.since is None and self.until is None and self.speaker is None
+
+    def admits(self, speaker: str, time: float) -> bool:
+        """Whether a line said by `speaker` at `time` falls inside the filter."""
+        if self.speaker is not None and speaker.casefold() != self.speaker.casefold():
+            return False
+        if self.since is not None and time < self.since:
+            return False
+        return self.until is None or time < self.until
+
+    def overlaps(self, start: float | None, end: float | None) -> bool:
+        """Whether a span (a node's first to last source) can hold a line inside the window."""
+        if self.since is not None and end is not None and end < self.since:
+            return False
+        return self.until is None or start is None or start < self.until
+
+
+@dataclass(frozen=True)
+class RecalledLine:
+    """One utterance the memory recalls for a question, with how strongly and why."""
+
+    evidence: Evidence
+    score: float
+    # Which retrieval arms found it: "lexical", "dense", "tree", "buffer", "neighbour".
+    found_by: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Retrieval:
     """Everything the answer's context is built from."""
 
@@ -143,10 +185,14 @@ class Retrieval:
     pending: tuple[Block, ...]
     # The best cosine between the question and anything above: how much the memory has to say.
     relevance: float = 0.0
+    # The recalled lines, most relevant first: the pool the answer's context is cut from.
+    lines: tuple[RecalledLine, ...] = ()
+    # The window and speaker the recall was limited to (given, or read from the question).
+    filter: RecallFilter = field(default_factory=RecallFilter)
 
     @property
     def empty(self) -> bool:
-        return not (self.paths or self.short_term or self.pending)
+        return not (self.lines or self.paths or self.short_term or self.pending)
 
 
 @dataclass(frozen=True)
