@@ -12,6 +12,7 @@ import os
 import sys
 import tempfile
 import textwrap
+from datetime import tzinfo
 from pathlib import Path
 from typing import Any
 
@@ -109,11 +110,12 @@ def main(ctx: click.Context, config: Path | None, verbose: int) -> None:
     ctx.obj["log_level"] = (logging.WARNING, logging.INFO, logging.DEBUG)[min(verbose, 2)]
 
 
-def print_answer(answer: Answer, *, stream_done: bool = False) -> None:
+def print_answer(answer: Answer, *, stream_done: bool = False, zone: tzinfo | None = None) -> None:
+    """The answer (unless it was streamed) and its citations, timed in `zone` (None = the system's)."""
     if not stream_done:
         click.echo(answer.text)
     for ev in answer.evidence:
-        click.secho("  \u2514 " + ev.cite(), fg="cyan")
+        click.secho("  \u2514 " + ev.cite(zone), fg="cyan")
 
 
 def _ask(memory: Memory, question: str) -> Answer:
@@ -125,7 +127,7 @@ def _ask(memory: Memory, question: str) -> Answer:
             click.echo(item, nl=False)
     click.echo()
     assert answer is not None
-    print_answer(answer, stream_done=True)
+    print_answer(answer, stream_done=True, zone=memory.settings.zone)
     return answer
 
 

@@ -13,6 +13,7 @@ import re
 import types
 import typing
 from dataclasses import dataclass, field
+from datetime import tzinfo
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ import yaml
 
 from . import locations
 from .errors import ConfigError
+from .memory.dates import local_zone
 
 
 def _range(lo: float | None = None, hi: float | None = None, choices: tuple[str, ...] = ()) -> Any:
@@ -64,6 +66,8 @@ class STSBOptions:
     capacity: int = _range(1, 1000)
     min_block: int = _range(1, 1000)
     leading_window: int = _range(0, 1000)
+    # Defaulted so STSBOptions built in code without it keep working (off).
+    max_gap_seconds: float | None = field(default=None, metadata={"min": 0.0, "max": None, "choices": ()})
 
 
 @dataclass(frozen=True)
@@ -201,8 +205,18 @@ class BenchOptions:
     scale_queries: int = _range(1, 100_000)
 
 
+def _zone_problem(name: str) -> str | None:
+    """Why `name` is not a time zone this machine knows; None when it is."""
+    try:
+        local_zone(name)
+    except ConfigError:
+        return "must be an IANA time zone name such as Europe/Lisbon, America/New_York or UTC"
+    return None
+
+
 @dataclass(frozen=True)
 class Settings:
+    time_zone: str | None = field(metadata={"check": _zone_problem})
     paths: PathsOptions
     models: ModelsOptions
     llm: LLMOptions
@@ -214,6 +228,11 @@ class Settings:
     diarization: DiarizationOptions
     daemon: DaemonOptions
     bench: BenchOptions
+
+    @property
+    def zone(self) -> tzinfo:
+        """The zone relative dates are resolved and times shown in (`time_zone`, else the system's)."""
+        return local_zone(self.time_zone)
 
     @property
     def data_dir(self) -> Path:
@@ -312,6 +331,9 @@ def _check_value(value: Any, tp: Any, meta: dict[str, Any], where: str, dotted: 
         raise ConfigError(f"{where}: {dotted} must be at least {lo}; got {value!r}")
     if hi is not None and value > hi:
         raise ConfigError(f"{where}: {dotted} must be at most {hi}; got {value!r}")
+    check = meta.get("check")
+    if check is not None and (problem := check(value)):
+        raise ConfigError(f"{where}: {dotted} {problem}; got {value!r}")
     return value
 
 

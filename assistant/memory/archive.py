@@ -24,14 +24,15 @@ import tempfile
 import time as _time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import ConfigError, InputError
 from ..store.store import Store, utterance_digest
+from .dates import local_zone
 from .records import Level, Utterance
 
 FORMAT = "assistant-memory"
@@ -243,7 +244,21 @@ def _iso(t: float) -> str:
     return datetime.fromtimestamp(t, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def markdown_chunks(doc: dict[str, Any]) -> Iterator[str]:
+def _export_zone(doc: dict[str, Any]) -> tzinfo:
+    """The zone a markdown export shows times in: the one its settings name, else the system's."""
+    try:
+        return local_zone(doc.get("settings", {}).get("time_zone"))
+    except ConfigError:  # written on a machine that knew a zone this one does not
+        return local_zone(None)
+
+
+def markdown_chunks(doc: dict[str, Any], zone: tzinfo | None = None) -> Iterator[str]:
+    """A readable export; local times (`zone`, else the export's own, else the system's) with the zone named."""
+    zone = zone or _export_zone(doc)
+
+    def local(t: float) -> datetime:
+        return datetime.fromtimestamp(t, zone)
+
     yield "# Memory export\n\n"
     if doc["selection"]:
         yield "Selection: " + ", ".join(f"{k} {v}" for k, v in doc["selection"].items()) + "\n\n"
@@ -254,7 +269,7 @@ def markdown_chunks(doc: dict[str, Any]) -> Iterator[str]:
 
     def tree(parent: int | None, depth: int) -> Iterator[str]:
         for n in children.get(parent, []):
-            when = f" ({_iso(n['start_time'])[:10]})" if n["start_time"] and n["level"] == "event" else ""
+            when = f" ({local(n['start_time']):%Y-%m-%d})" if n["start_time"] and n["level"] == "event" else ""
             yield f"{'  ' * depth}- {'**' if depth == 0 else ''}{n['text']}{'**' if depth == 0 else ''}{when}\n"
             yield from tree(n["id"], depth + 1)
 
@@ -263,11 +278,11 @@ def markdown_chunks(doc: dict[str, Any]) -> Iterator[str]:
     names = {s["id"]: s["name"] for s in doc["speakers"]}
     day = None
     for u in sorted(doc["utterances"], key=lambda u: (u["time"], u["id"])):
-        stamp = _iso(u["time"])
-        if stamp[:10] != day:
-            day = stamp[:10]
+        stamp = local(u["time"])
+        if f"{stamp:%Y-%m-%d}" != day:
+            day = f"{stamp:%Y-%m-%d}"
             yield f"\n### {day}\n\n"
-        yield f"- {stamp[11:19]} **{names.get(u['speaker_id'], u['speaker_id'])}**: {u['text']}\n"
+        yield f"- {stamp:%H:%M:%S %Z} **{names.get(u['speaker_id'], u['speaker_id'])}**: {u['text']}\n"
 
 
 FORMATS: dict[str, Callable[[dict[str, Any]], Iterator[str]]] = {

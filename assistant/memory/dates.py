@@ -1,17 +1,79 @@
-"""Resolve relative time words against the moment they were said.
+"""Resolve relative time words against the moment, and the place, they were said.
 
 "I went yesterday" said on 8 May 2023 means 7 May 2023, but a small LLM reading the context
 rarely does that arithmetic. When a line goes into an answer's context, each relative
-expression gets its date written beside it: "yesterday (7 May 2023)". The stored text is
-never changed.
+expression gets a phrase written beside it that the answerer can copy into its answer:
+"yesterday (7 May 2023)". The stored text is never changed.
+
+Days are the speaker's days: an utterance's `time` is a UTC instant, and "yesterday" is the
+local calendar day before the one it was said on, in the configured zone (`time_zone`; the
+system's when unset). Every span is local midnight to local midnight, so a day across a DST
+change lasts 23 or 25 hours.
+
+The phrases follow the way LoCoMo's gold answers are written, one rule per granularity:
+
+* A single day is its date: yesterday, today, tomorrow, tonight, last night, this morning,
+  yesterday evening, this Friday, the day before yesterday, three days ago -> "7 May 2023".
+  A night is dated by its evening: "last night" said at 00:30 on 14 August is "13 August 2023".
+* "last" and "next" weekdays, weeks and weekends are anchored to the day they were said, as
+  the gold answers are: last Friday -> "the Friday before 14 August 2023", next Friday ->
+  "the Friday after 14 August 2023", last weekend -> "the weekend before 14 August 2023",
+  last week and a bare "the week before" -> "the week before 14 August 2023", next week ->
+  "the week after 14 August 2023", two weeks ago and the week before last -> "two weeks
+  before 14 August 2023".
+* The current week or weekend is named by its first day: this week -> "the week of 14 August
+  2023" (its Monday), this weekend -> "the weekend of 19 August 2023" (its Saturday).
+* Months and years are named: last month -> "July 2023", next month -> "September 2023",
+  two months ago -> "June 2023", last May -> "May 2023", last year -> "2022".
+* Vague counts keep their vagueness, anchored: a few days ago -> "a few days before 14
+  August 2023"; a couple of weeks ago -> "a couple of weeks before 14 August 2023".
+
+Weeks run Monday to Sunday; a weekend is Saturday 00:00 to Monday 00:00. "next Friday" and
+"this Friday" mean the coming Friday (a week on when said on a Friday, for "next"); "next
+weekend" is the first weekend that starts after the day it was said. Parts of a day: morning
+00:00-12:00, afternoon 12:00-18:00, evening 18:00-24:00, night 18:00-06:00; "tonight" said
+before 06:00 is the night already under way.
+
+Not dates: "next to", "the last one", "this may be", "the last week of June" (a determiner
+before last/next/this makes it a description, not a time relative to now), "the week before
+the wedding" (relative to something else; a bare "the week before" counts only at the end
+of a clause).
 """
 
 from __future__ import annotations
 
+import os
 import re
-from datetime import UTC, date, datetime, timedelta
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta, tzinfo
+from functools import lru_cache
+from pathlib import Path
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+from ..errors import ConfigError
+
+_MONTHS = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
+_WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+# Month names that are also everyday words ("this may be", "in march order", "an august
+# body") count only when capitalised or followed by a year.
+_HOMOGRAPHS = {"may", "march", "august"}
+# Before last/next/this these make a description ("my last week at work", "the next day"),
+# not a time relative to now. "her" and "that" are left out: far more often an object ("I saw
+# her last week", "I did that last year").
+_DETERMINERS = {"the", "a", "an", "my", "your", "his", "its", "our", "their", "every", "each", "whose"}
 _NUMBERS = {
     "a": 1,
     "an": 1,
@@ -25,73 +87,475 @@ _NUMBERS = {
     "eight": 8,
     "nine": 9,
     "ten": 10,
-    "a couple of": 2,
-    "a few": 3,
+    "eleven": 11,
+    "twelve": 12,
 }
+_NUMBER_WORDS = {n: w for w, n in _NUMBERS.items() if w not in ("a", "an", "one")}
+# Vague counts: the phrase they keep, and the (nearest, farthest) number of units they span.
+_VAGUE = {
+    "a couple of": ("a couple of", 1, 3),
+    "a couple": ("a couple of", 1, 3),
+    "a few": ("a few", 2, 6),
+    "few": ("a few", 2, 6),
+    "several": ("several", 3, 9),
+}
+# Parts of a day as (first hour, hours long).
+_PARTS = {"morning": (0, 12), "afternoon": (12, 6), "evening": (18, 6), "night": (18, 12)}
 
-_PATTERN = re.compile(
-    r"\b(?:(?P<simple>yesterday|today|tonight|tomorrow)"
-    r"|(?P<rel>last|next|this)\s+(?P<unit>week|weekend|month|year|" + "|".join(_WEEKDAYS) + r")"
-    r"|(?P<n>\d+|a couple of|a few|an?|one|two|three|four|five|six|seven|eight|nine|ten)\s+"
-    r"(?P<ago_unit>days?|weeks?|months?|years?)\s+ago)\b",
+_WD = "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
+_MON = "january|february|march|april|may|june|july|august|september|october|november|december"
+_PART = "morning|afternoon|evening|night"
+_COUNT = (
+    r"a\s+couple\s+of|a\s+couple|a\s+few|few|several|\d{1,3}"
+    r"|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve"
+)
+_CLAUSE_END = r"(?=\s*(?:[.,;:!?)\"\u201d]|$)|\s+(?:and|but|so|then|when|or)\b)"
+
+_EXPR = re.compile(
+    r"\b(?:"
+    r"(?P<dby>the\s+day\s+before\s+yesterday)"
+    r"|(?P<dat>the\s+day\s+after\s+tomorrow)"
+    r"|the\s+(?P<wbl>weekend|week)\s+before\s+last"
+    r"|(?P<wb>the\s+week\s+before)" + _CLAUSE_END + r"|(?P<lastnight>last\s+night)"
+    r"|(?P<tonight>tonight)"
+    r"|(?P<day>yesterday|today|tomorrow)(?:\s+(?P<day_part>" + _PART + r"))?"
+    r"|this\s+(?P<this_part>morning|afternoon|evening)"
+    r"|(?P<wrel>last|next|this)\s+(?P<wday>" + _WD + r")(?:\s+(?P<wday_part>" + _PART + r"))?"
+    r"|(?P<rel>last|next|this)\s+(?P<unit>weekend|week|month|year|" + _MON + r")"
+    r"|(?P<count>" + _COUNT + r")\s+(?P<ago_unit>days?|weeks?|months?|years?)\s+ago"
+    r")\b",
     re.IGNORECASE,
 )
 
 
-def _fmt(d: date) -> str:
-    return f"{d.day} {d.strftime('%B %Y')}"
+@dataclass(frozen=True)
+class TimeExpression:
+    """A relative time expression found in a text, and what it means where it was said."""
+
+    start: int  # character offsets of `words` in the text
+    end: int
+    words: str  # as written: "last Friday"
+    phrase: str  # what it means, for an answer to copy: "the Friday before 14 August 2023"
+    since: float  # the span it refers to, [since, until), in epoch seconds
+    until: float
 
 
-def _month(d: date, delta: int) -> str:
+# --- zones ---------------------------------------------------------------------------------
+
+
+def local_zone(name: str | None) -> tzinfo:
+    """The zone named by an IANA name ("Europe/Lisbon"); None = the system's local zone.
+
+    A name that is not a zone raises ConfigError saying so.
+    """
+    if name is None:
+        return _system_zone(os.environ.get("TZ"))
+    try:
+        return ZoneInfo(name.strip())
+    except (ZoneInfoNotFoundError, ValueError, OSError):
+        raise ConfigError(
+            f"unknown time zone {name!r}: give an IANA name such as Europe/Lisbon, America/New_York or UTC "
+            "(null = the system's zone)"
+        ) from None
+
+
+@lru_cache(maxsize=8)
+def _system_zone(tz_env: str | None) -> tzinfo:
+    """The zone the C library uses: $TZ when set, else /etc/localtime, else UTC (as libc does).
+
+    Cached per $TZ value: /etc/localtime changing under a running process is not followed.
+    """
+    if tz_env:
+        spec = tz_env.removeprefix(":")
+        try:
+            if spec.startswith("/"):
+                with open(spec, "rb") as f:
+                    return ZoneInfo.from_file(f, key=spec)
+            return ZoneInfo(spec)
+        except (ZoneInfoNotFoundError, ValueError, OSError):
+            # A POSIX rule string ("CET-1CEST,M3.5.0,M10.5.0/3"): only libc reads it, so take
+            # its current offset (right until its next DST change).
+            return datetime.now().astimezone().tzinfo or UTC
+    localtime = Path("/etc/localtime")
+    try:
+        parts = localtime.resolve(strict=True).parts
+        if "zoneinfo" in parts:
+            key = "/".join(parts[len(parts) - parts[::-1].index("zoneinfo") :])
+            try:
+                return ZoneInfo(key)
+            except (ZoneInfoNotFoundError, ValueError, OSError):
+                pass
+        with localtime.open("rb") as f:
+            return ZoneInfo.from_file(f, key="localtime")
+    except (OSError, ValueError):
+        return UTC
+
+
+# --- calendar helpers ----------------------------------------------------------------------
+
+
+def _fmt_day(d: date) -> str:
+    return f"{d.day} {_MONTHS[d.month - 1]} {d.year}"
+
+
+def _fmt_month(d: date) -> str:
+    return f"{_MONTHS[d.month - 1]} {d.year}"
+
+
+def _at(d: date, zone: tzinfo) -> float:
+    """The instant day `d` begins in `zone` (a skipped midnight maps to the moment clocks jump)."""
+    return datetime(d.year, d.month, d.day, tzinfo=zone).timestamp()
+
+
+def _hour(d: date, hour: int, zone: tzinfo) -> float:
+    """The instant local `hour`:00 (24 and over run into the next days) begins on day `d`."""
+    extra, hour = divmod(hour, 24)
+    d = d + timedelta(days=extra)
+    return datetime(d.year, d.month, d.day, hour, tzinfo=zone).timestamp()
+
+
+def _days(first: date, count: int, zone: tzinfo) -> tuple[float, float]:
+    return _at(first, zone), _at(first + timedelta(days=count), zone)
+
+
+def _part(d: date, part: str | None, zone: tzinfo) -> tuple[float, float]:
+    if part is None:
+        return _days(d, 1, zone)
+    first, hours = _PARTS[part.lower()]
+    return _hour(d, first, zone), _hour(d, first + hours, zone)
+
+
+def _monday(d: date) -> date:
+    return d - timedelta(days=d.weekday())
+
+
+def _month_start(d: date, delta: int = 0) -> date:
     index = d.year * 12 + d.month - 1 + delta
-    return date(index // 12, index % 12 + 1, 1).strftime("%B %Y")
+    return date(index // 12, index % 12 + 1, 1)
 
 
-def _week_of(d: date) -> str:
-    monday = d - timedelta(days=d.weekday())
-    return f"week of {_fmt(monday)}"
+def _month_span(first: date, zone: tzinfo, months: int = 1) -> tuple[float, float]:
+    return _at(first, zone), _at(_month_start(first, months), zone)
 
 
-def resolve(match: re.Match[str], said: date) -> str | None:
-    """The date (or span) an expression refers to, as text; None when it cannot be pinned down."""
-    if simple := match.group("simple"):
-        offset = {"yesterday": -1, "today": 0, "tonight": 0, "tomorrow": 1}[simple.lower()]
-        return _fmt(said + timedelta(days=offset))
-    if rel := match.group("rel"):
-        rel, unit = rel.lower(), match.group("unit").lower()
-        step = {"last": -1, "next": 1, "this": 0}[rel]
-        if unit in _WEEKDAYS:
-            target = _WEEKDAYS.index(unit)
-            if rel == "last":
-                back = (said.weekday() - target) % 7 or 7
-                return _fmt(said - timedelta(days=back))
-            ahead = (target - said.weekday()) % 7
-            ahead = ahead or 7 if rel == "next" else ahead
-            return _fmt(said + timedelta(days=ahead))
-        if unit in ("week", "weekend"):
-            return _week_of(said + timedelta(weeks=step))
-        if unit == "month":
-            return _month(said, step)
-        return str(said.year + step)
-    n = _NUMBERS.get(match.group("n").lower()) if not match.group("n").isdigit() else int(match.group("n"))
-    unit = match.group("ago_unit").lower().rstrip("s")
-    if n is None:
+def _year_span(year: int, zone: tzinfo, years: int = 1) -> tuple[float, float]:
+    return _at(date(year, 1, 1), zone), _at(date(year + years, 1, 1), zone)
+
+
+def _count(word: str) -> tuple[str, int, int] | None:
+    """A count as (phrase words, nearest, farthest); exact counts have nearest == farthest."""
+    key = " ".join(word.lower().split())
+    if key in _VAGUE:
+        return _VAGUE[key]
+    n = int(key) if key.isdigit() else _NUMBERS.get(key)
+    return None if n is None or n < 1 else ("", n, n)
+
+
+def _units(n: int, unit: str) -> str:
+    if n == 1:
+        return f"a {unit}"
+    return f"{_NUMBER_WORDS.get(n, str(n))} {unit}s"
+
+
+def _previous_word(text: str, start: int) -> str:
+    match = re.search(r"(\w+)\s+$", text[max(0, start - 40) : start])
+    return match.group(1).lower() if match else ""
+
+
+# --- resolving -----------------------------------------------------------------------------
+
+_Resolved = tuple[str, float, float]
+
+
+def _resolve(m: re.Match[str], local: datetime, zone: tzinfo) -> _Resolved | None:
+    """The phrase and span of one match; None when it is not a time after all."""
+    said = local.date()
+    g = m.group
+    if g("dby") or g("dat"):
+        d = said + timedelta(days=-2 if g("dby") else 2)
+        return (_fmt_day(d), *_days(d, 1, zone))
+    if g("wbl"):
+        if g("wbl").lower() == "week":
+            return (f"two weeks before {_fmt_day(said)}", *_days(_monday(said) - timedelta(weeks=2), 7, zone))
+        saturday = _monday(said) + timedelta(days=5 - 14)
+        return (f"two weekends before {_fmt_day(said)}", *_days(saturday, 2, zone))
+    if g("wb"):
+        return (f"the week before {_fmt_day(said)}", *_days(_monday(said) - timedelta(weeks=1), 7, zone))
+    if g("lastnight"):
+        d = said - timedelta(days=1)
+        return (_fmt_day(d), *_part(d, "night", zone))
+    if g("tonight"):
+        # Said in the small hours, "tonight" is the night already under way.
+        d = said - timedelta(days=1) if local.hour < 6 else said
+        return (_fmt_day(d), *_part(d, "night", zone))
+    if day := g("day"):
+        d = said + timedelta(days={"yesterday": -1, "today": 0, "tomorrow": 1}[day.lower()])
+        return (_fmt_day(d), *_part(d, g("day_part"), zone))
+    if part := g("this_part"):
+        return (_fmt_day(said), *_part(said, part, zone))
+    if wday := g("wday"):
+        name = _WEEKDAYS[[w.lower() for w in _WEEKDAYS].index(wday.lower())]
+        return _weekday(g("wrel").lower(), name, said, zone, g("wday_part"))
+    if unit := g("unit"):
+        return _relative_unit(g("rel").lower(), unit, said, zone)
+    counted = _count(g("count"))
+    if counted is None:
         return None
+    return _ago(counted, g("ago_unit").lower().rstrip("s"), said, zone)
+
+
+def _weekday(rel: str, name: str, said: date, zone: tzinfo, part: str | None) -> _Resolved:
+    target = _WEEKDAYS.index(name)
+    if rel == "last":
+        d = said - timedelta(days=(said.weekday() - target) % 7 or 7)
+        return (f"the {name} before {_fmt_day(said)}", *_part(d, part, zone))
+    ahead = (target - said.weekday()) % 7
+    if rel == "next":
+        d = said + timedelta(days=ahead or 7)
+        return (f"the {name} after {_fmt_day(said)}", *_part(d, part, zone))
+    d = said + timedelta(days=ahead)
+    return (_fmt_day(d), *_part(d, part, zone))
+
+
+def _relative_unit(rel: str, unit: str, said: date, zone: tzinfo) -> _Resolved | None:
+    key = unit.lower()
+    if key == "week":
+        monday = _monday(said)
+        if rel == "this":
+            return (f"the week of {_fmt_day(monday)}", *_days(monday, 7, zone))
+        step = -1 if rel == "last" else 1
+        word = "before" if rel == "last" else "after"
+        return (f"the week {word} {_fmt_day(said)}", *_days(monday + timedelta(weeks=step), 7, zone))
+    if key == "weekend":
+        saturday = _monday(said) + timedelta(days=5)
+        if rel == "this":
+            return (f"the weekend of {_fmt_day(saturday)}", *_days(saturday, 2, zone))
+        if rel == "last":
+            return (f"the weekend before {_fmt_day(said)}", *_days(saturday - timedelta(weeks=1), 2, zone))
+        # The first weekend that starts after the day it was said.
+        if said.weekday() >= 5:
+            saturday += timedelta(weeks=1)
+        return (f"the weekend after {_fmt_day(said)}", *_days(saturday, 2, zone))
+    step = {"last": -1, "this": 0, "next": 1}[rel]
+    if key == "month":
+        first = _month_start(said, step)
+        return (_fmt_month(first), *_month_span(first, zone))
+    if key == "year":
+        return (str(said.year + step), *_year_span(said.year + step, zone))
+    if key in _HOMOGRAPHS and unit[0].islower():
+        return None
+    month = [m.lower() for m in _MONTHS].index(key) + 1
+    year = said.year
+    if rel == "last" and month >= said.month:
+        year -= 1
+    elif rel == "next" and month <= said.month:
+        year += 1
+    first = date(year, month, 1)
+    return (_fmt_month(first), *_month_span(first, zone))
+
+
+def _ago(counted: tuple[str, int, int], unit: str, said: date, zone: tzinfo) -> _Resolved:
+    vague, near, far = counted
+    anchor = _fmt_day(said)
     if unit == "day":
-        return _fmt(said - timedelta(days=n))
+        if vague:
+            first = said - timedelta(days=far)
+            return (f"{vague} days before {anchor}", *_days(first, far - near + 1, zone))
+        d = said - timedelta(days=near)
+        return (_fmt_day(d), *_days(d, 1, zone))
     if unit == "week":
-        return _week_of(said - timedelta(weeks=n))
+        first = _monday(said - timedelta(weeks=far))
+        weeks = far - near + 1
+        words = f"{vague} weeks" if vague else _units(near, "week")
+        return (f"{words} before {anchor}", *_days(first, 7 * weeks, zone))
     if unit == "month":
-        return _month(said, -n)
-    return str(said.year - n)
+        first = _month_start(said, -far)
+        span = _month_span(first, zone, far - near + 1)
+        return (f"{vague} months before {anchor}" if vague else _fmt_month(first), *span)
+    span = _year_span(said.year - far, zone, far - near + 1)
+    return (f"{vague} years before {anchor}" if vague else str(said.year - far), *span)
 
 
-def annotate(text: str, said_at: float) -> str:
-    """`text` with each relative time expression followed by the date it means, in parentheses."""
-    said = datetime.fromtimestamp(said_at, tz=UTC).date()
+def find_expressions(text: str, said_at: float, zone: tzinfo) -> list[TimeExpression]:
+    """The relative time expressions in `text`, resolved as said at `said_at` in `zone`, in order."""
+    local = datetime.fromtimestamp(said_at, zone)
+    found = []
+    for m in _EXPR.finditer(text):
+        if (m.group("rel") or m.group("wrel") or m.group("lastnight")) and _previous_word(
+            text, m.start()
+        ) in _DETERMINERS:
+            continue
+        try:
+            resolved = _resolve(m, local, zone)
+        except (ValueError, OverflowError):  # a count that runs off the calendar ("999 years ago")
+            continue
+        if resolved is not None:
+            found.append(TimeExpression(m.start(), m.end(), m.group(0), *resolved))
+    return found
 
-    def replace(match: re.Match[str]) -> str:
-        resolved = resolve(match, said)
-        return f"{match.group(0)} ({resolved})" if resolved else match.group(0)
 
-    return _PATTERN.sub(replace, text)
+def annotate(text: str, said_at: float, zone: tzinfo | None = None) -> str:
+    """`text` with each relative time expression followed by what it means, in parentheses:
+    "last Friday (the Friday before 14 August 2023)". `zone` None = UTC."""
+    out, pos = [], 0
+    for e in find_expressions(text, said_at, zone or UTC):
+        note = f" ({e.phrase})"
+        out.append(text[pos : e.end])
+        if not text.startswith(note, e.end):  # already annotated
+            out.append(note)
+        pos = e.end
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def day_heading(t: float, zone: tzinfo) -> str:
+    """The local date of `t`: "14 August 2023"."""
+    return _fmt_day(datetime.fromtimestamp(t, zone).date())
+
+
+# --- questions -----------------------------------------------------------------------------
+
+# A question that asks for a time ("When did ...?", "How long ago ...?") names times only to
+# describe the event it asks about, never to bound when its answer was said.
+_ASKS_WHEN = re.compile(
+    r"^\W*(?:when\b|since\s+when\b|until\s+when\b|how\s+long\b|how\s+many\s+(?:hours|days|weeks|months|years)\b"
+    r"|(?:what|which)\s+(?:time|date|day|week|weekend|month|year|season)s?\b)",
+    re.IGNORECASE,
+)
+_SINCE = re.compile(r"\bsince\s+", re.IGNORECASE)
+_WEEKDAY_AT = re.compile(r"(?P<wd>" + _WD + r")\b", re.IGNORECASE)
+_ON_WEEKDAY = re.compile(r"\bon\s+(?P<wd>" + _WD + r")\b", re.IGNORECASE)
+_RECENT = re.compile(
+    r"\b(?:in|over|during|within)\s+the\s+(?:last|past)\s+(?:(?P<count>" + _COUNT + r")\s+)?"
+    r"(?P<unit>hours?|days?|weeks?|months?|years?)\b",
+    re.IGNORECASE,
+)
+_ORDINAL = r"(?:st|nd|rd|th)?"
+_ABSOLUTE = re.compile(
+    r"\b(?:(?P<prep>in|during|throughout|of|on)\s+)?(?:"
+    r"(?P<iso_y>\d{4})-(?P<iso_m>\d{1,2})-(?P<iso_d>\d{1,2})"
+    r"|(?P<d1>\d{1,2})" + _ORDINAL + r"\s+(?:of\s+)?(?P<m1>" + _MON + r")(?:,?\s+(?P<y1>\d{4}))?"
+    r"|(?P<m2>" + _MON + r")\s+(?P<d2>\d{1,2})" + _ORDINAL + r"(?:,?\s+(?P<y2>\d{4}))?"
+    r"|(?P<m3>" + _MON + r")(?:,?\s+(?P<y3>\d{4}))?"
+    r"|(?P<y4>(?:19|20)\d{2})"
+    r")\b",
+    re.IGNORECASE,
+)
+_Span = tuple[float, float]
+
+
+def _month_number(name: str) -> int:
+    return [m.lower() for m in _MONTHS].index(name.lower()) + 1
+
+
+def _absolute(m: re.Match[str], today: date, zone: tzinfo, *, since: bool = False) -> _Span | None:
+    """The span of an absolute date in a question; a date without its year is its latest
+    occurrence up to today. None when it is no date ("you may", a bare number)."""
+    g = m.group
+    month_name = g("m1") or g("m2") or g("m3")
+    year = g("y1") or g("y2") or g("y3") or g("iso_y")
+    prep = (g("prep") or "").lower()
+    # Questions are often typed in lower case: "in may" is the month, a bare "may" the verb.
+    dated = year or g("d1") or g("d2") or since or prep in ("in", "during", "throughout")
+    if month_name and month_name.lower() in _HOMOGRAPHS and month_name[0].islower() and not dated:
+        return None
+    if g("iso_y"):
+        d = date(int(g("iso_y")), int(g("iso_m")), int(g("iso_d")))
+        return _days(d, 1, zone)
+    if g("d1") or g("d2"):
+        month, day = _month_number(month_name), int(g("d1") or g("d2"))
+        d = date(int(year) if year else today.year, month, day)
+        if not year and d > today:
+            d = date(today.year - 1, month, day)
+        return _days(d, 1, zone)
+    # A bare month may be a word and a bare year any number: only a preposition ("in May",
+    # "during 2022"), "since", or a year ("May 2023") makes them a time.
+    if not (prep or since or year):
+        return None
+    if g("m3"):
+        month = _month_number(month_name)
+        y = int(year) if year else (today.year if month <= today.month else today.year - 1)
+        return _month_span(date(y, month, 1), zone)
+    if prep == "on":
+        return None
+    return _year_span(int(g("y4")), zone)
+
+
+def _recent(m: re.Match[str], now: float, zone: tzinfo) -> _Span | None:
+    counted = _count(m.group("count")) if m.group("count") else ("", 1, 1)
+    if counted is None:
+        return None
+    n = counted[2]
+    unit = m.group("unit").lower().rstrip("s")
+    local = datetime.fromtimestamp(now, zone)
+    if unit in ("hour", "day", "week"):
+        hours = {"hour": 1, "day": 24, "week": 24 * 7}[unit] * n
+        return now - hours * 3600, now
+    months = n * (12 if unit == "year" else 1)
+    first = _month_start(local.date(), -months)
+    # The same day and time of month `months` back (clamped to that month's length).
+    day = min(local.day, (_month_start(first, 1) - timedelta(days=1)).day)
+    return local.replace(year=first.year, month=first.month, day=day).timestamp(), now
+
+
+def _since(text: str, pos: int, now: float, zone: tzinfo) -> tuple[int, float] | None:
+    """What follows "since" at `pos`: (where it ends, when it began)."""
+    today = datetime.fromtimestamp(now, zone).date()
+    if m := _EXPR.match(text, pos):
+        found = find_expressions(m.group(0), now, zone)
+        return (pos + found[0].end, found[0].since) if found else None
+    if m := _WEEKDAY_AT.match(text, pos):
+        back = (today.weekday() - [w.lower() for w in _WEEKDAYS].index(m.group("wd").lower())) % 7
+        return m.end(), _at(today - timedelta(days=back), zone)
+    if (m := _ABSOLUTE.match(text, pos)) and not m.group("prep"):
+        try:
+            span = _absolute(m, today, zone, since=True)
+        except ValueError:  # 31 February
+            return None
+        return (m.end(), span[0]) if span else None
+    return None
+
+
+def question_window(question: str, now: float, zone: tzinfo) -> tuple[float, float] | None:
+    """The window [since, until) of when the things a question asks about were said, from its
+    own words, relative to `now` (when it is asked); None when it names no such time.
+
+    "what did Sam say last week?" -> last week; "since Monday" -> Monday 00:00 to now; "in May"
+    -> the latest May up to now. Several times give the smallest window holding them all.
+    Ignored: questions that ask for a time ("When did Caroline go ...?"), times that only
+    describe something ("last week's episode"), and times still to come (nothing has been said
+    then yet).
+    """
+    if _ASKS_WHEN.match(question):
+        return None
+    today = datetime.fromtimestamp(now, zone).date()
+    spans: list[_Span] = []
+    taken: list[tuple[int, int]] = []
+
+    def free(start: int, end: int) -> bool:
+        return all(end <= a or start >= b for a, b in taken)
+
+    def add(start: int, end: int, span: _Span | None) -> None:
+        if span is not None and free(start, end) and span[0] < now:
+            spans.append(span)
+            taken.append((start, end))
+
+    for m in _SINCE.finditer(question):
+        if (found := _since(question, m.end(), now, zone)) is not None:
+            add(m.start(), found[0], (found[1], now))
+    for m in _RECENT.finditer(question):
+        add(m.start(), m.end(), _recent(m, now, zone))
+    for e in find_expressions(question, now, zone):
+        if not re.match(r"['\u2019]s\b", question[e.end :]):
+            add(e.start, e.end, (e.since, e.until))
+    for m in _ON_WEEKDAY.finditer(question):
+        back = (today.weekday() - [w.lower() for w in _WEEKDAYS].index(m.group("wd").lower())) % 7 or 7
+        add(m.start(), m.end(), _days(today - timedelta(days=back), 1, zone))
+    for m in _ABSOLUTE.finditer(question):
+        try:
+            add(m.start(), m.end(), _absolute(m, today, zone))
+        except ValueError:  # 31 February
+            continue
+    if not spans:
+        return None
+    return min(s for s, _ in spans), max(u for _, u in spans)

@@ -8,15 +8,18 @@ out of answering. Each is a small frozen dataclass, never a dict.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime, tzinfo
 from enum import StrEnum
 
 import numpy as np
 
+from .dates import local_zone
 
-def format_time(t: float) -> str:
-    """A utterance time as people read it in context and citations (UTC)."""
-    return datetime.fromtimestamp(t, tz=UTC).strftime("%Y-%m-%d %H:%M")
+
+def format_time(t: float, zone: tzinfo | None = None) -> str:
+    """An utterance time as people read it in citations, in `zone` (None = the system's) and
+    naming it: "2023-08-14 10:00 WEST"."""
+    return datetime.fromtimestamp(t, tz=zone or local_zone(None)).strftime("%Y-%m-%d %H:%M %Z")
 
 
 @dataclass(frozen=True)
@@ -118,8 +121,9 @@ class Evidence:
     time: float
     text: str
 
-    def cite(self) -> str:
-        return f"{self.speaker}, {format_time(self.time)}: \u201c{self.text}\u201d"
+    def cite(self, zone: tzinfo | None = None) -> str:
+        """ "Sam, 2023-08-14 10:00 WEST: “...”", the time in `zone` (None = the system's)."""
+        return f"{self.speaker}, {format_time(self.time, zone)}: \u201c{self.text}\u201d"
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,8 @@ Seed 000 §5.1 and Algorithm 1 lines 9-12. Two readings of the paper are made ex
   (Algorithm 1 appends x_t first, which would file a new topic's first line under the old one).
   A drift cut waits until the buffer holds `min_block` utterances; a full buffer is cut after
   the utterance that filled it.
+* A silence longer than `max_gap_seconds` between two utterances ends the block before the
+  later one, whatever its size: a new session is a new block, never the tail of the last one.
 * W_STSB is a leading *context* window: the last W utterances already flushed stay visible,
   as short-term memory for answers and as lead-in when the next block is distilled. They are
   never distilled twice and do not count toward capacity.
@@ -45,7 +47,10 @@ class SensingBuffer:
     def push(self, utterance: Utterance, vector: np.ndarray) -> list[Cut]:
         """Add one utterance; return the blocks this closes (zero, one, or two)."""
         cuts: list[Cut] = []
-        if self.prev_vector is not None and self.buffer and len(self.buffer) >= self.options.min_block:
+        gap = self.options.max_gap_seconds
+        if gap and self.buffer and utterance.time - self.buffer[-1].time > gap:
+            cuts.append(self._cut())
+        elif self.prev_vector is not None and self.buffer and len(self.buffer) >= self.options.min_block:
             psi = float(np.dot(vector, self.prev_vector))
             if psi < self.options.drift_threshold:
                 cuts.append(self._cut())

@@ -111,8 +111,10 @@ class AssistantApp(App[None]):
     def compose(self) -> ComposeResult:
         with TabbedContent(id="tabs", initial="chat"):
             with TabPane("Chat", id="chat"), Horizontal(id="chat-row"):
-                yield ChatPane(max_chars=self.settings.memory.answer.max_question_chars, id="chat-pane")
-                yield TranscriptPane(id="transcript")
+                yield ChatPane(
+                    max_chars=self.settings.memory.answer.max_question_chars, zone=self.settings.zone, id="chat-pane"
+                )
+                yield TranscriptPane(zone=self.settings.zone, id="transcript")
             with TabPane("Memory", id="memory"):
                 yield MemoryPane(id="memory-pane")
             with TabPane("Speakers", id="speakers"):
@@ -280,7 +282,7 @@ class AssistantApp(App[None]):
     @on(EvidenceList.Selected)
     def open_evidence(self, event: EvidenceList.Selected) -> None:
         if isinstance(event.item, EvidenceItem):
-            self.push_screen(ContextScreen(event.item.evidence))
+            self.push_screen(ContextScreen(event.item.evidence, self.settings.zone))
 
     # --- push-to-talk -------------------------------------------------------------------------
 

@@ -5,6 +5,7 @@ The pane only shows things; the app's workers talk to the daemon and post the me
 
 from __future__ import annotations
 
+from datetime import tzinfo
 from typing import Any
 
 from rich.text import Text
@@ -57,9 +58,9 @@ class AnswerView(Static):
 
 
 class EvidenceItem(ListItem):
-    def __init__(self, evidence: dict[str, Any]) -> None:
+    def __init__(self, evidence: dict[str, Any], zone: tzinfo | None = None) -> None:
         self.evidence = evidence
-        when = format_time(evidence["time"]) if evidence.get("time") is not None else "?"
+        when = format_time(evidence["time"], zone) if evidence.get("time") is not None else "?"
         label = Text.assemble((f"{evidence.get('speaker', '?')}", "bold"), f" · {when} — “{evidence.get('text', '')}”")
         super().__init__(Label(label))
 
@@ -78,9 +79,10 @@ class ChatPane(Vertical):
             super().__init__()
             self.question = question
 
-    def __init__(self, *, max_chars: int, **kwargs: Any) -> None:
+    def __init__(self, *, max_chars: int, zone: tzinfo | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.max_chars = max_chars
+        self.zone = zone  # evidence times are shown in it (None = the system's)
 
     def compose(self) -> ComposeResult:
         yield VerticalScroll(
@@ -133,6 +135,6 @@ class ChatPane(Vertical):
     def add_evidence(self, answer: AnswerView, evidence: list[dict[str, Any]]) -> None:
         if not evidence:
             return
-        items = [EvidenceItem(e) for e in evidence]
+        items = [EvidenceItem(e, self.zone) for e in evidence]
         self.log_view.mount(EvidenceList(*items, classes="evidence"), after=answer)
         self.log_view.scroll_end(animate=False)

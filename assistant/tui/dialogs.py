@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +19,7 @@ from textual.widgets import Button, Checkbox, Input, Label, Markdown, Select, St
 
 from ..errors import AssistantError
 from ..memory.archive import write_atomically
+from ..memory.dates import local_zone
 from ..memory.records import format_time
 from ..transcripts import parse_time
 
@@ -277,13 +279,14 @@ class ForgetScreen(Dialog):
 class ContextScreen(Dialog):
     """The transcript around one piece of evidence: the archive's utterances a few minutes either side."""
 
-    def __init__(self, evidence: dict[str, Any]) -> None:
+    def __init__(self, evidence: dict[str, Any], zone: tzinfo | None = None) -> None:
         super().__init__()
         self.evidence = evidence
+        self.zone = zone or local_zone(None)  # the title names it; the lines are timed in it
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog wide"):
-            yield Label(f"Around {format_time(self.evidence['time'])}", classes="dialog-title")
+            yield Label(f"Around {format_time(self.evidence['time'], self.zone)}", classes="dialog-title")
             yield VerticalScroll(Static("loading…", id="context-lines"), id="context")
             with Horizontal(classes="buttons"):
                 yield Button("Close", id="cancel")
@@ -314,7 +317,7 @@ class ContextScreen(Dialog):
             u = json.loads(raw)
             mine = u["text"] == self.evidence.get("text")
             style = "bold reverse" if mine else ""
-            out.append(f"{u['time'][11:19]} ", style="dim")
+            out.append(f"{datetime.fromisoformat(u['time']).astimezone(self.zone):%H:%M:%S} ", style="dim")
             out.append(f"{u['speaker']}: ", style="bold")
             out.append(u["text"] + "\n", style=style)
         lines.update(out if out.plain else Text("The archive holds nothing around this time (forgotten?)."))

@@ -7,12 +7,14 @@ the speakers' names come from the status poll and the pane re-renders when they 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime, tzinfo
 from typing import Any
 
 from rich.text import Text
 from textual.message import Message
 from textual.widgets import RichLog
+
+from ..memory.dates import local_zone
 
 COLOURS = ("cyan", "magenta", "green", "yellow", "blue", "red", "bright_cyan", "bright_magenta")
 KEEP = 500  # lines: the pane is a glance at what is being said, the archive keeps the rest
@@ -26,8 +28,9 @@ class Line:
     time: float
 
 
-def clock(t: float) -> str:
-    return datetime.fromtimestamp(t, tz=UTC).strftime("%H:%M:%S")
+def clock(t: float, zone: tzinfo | None = None) -> str:
+    """ "09:05:00 WET": the time of day in `zone` (None = the system's), naming the zone."""
+    return datetime.fromtimestamp(t, tz=zone or local_zone(None)).strftime("%H:%M:%S %Z")
 
 
 class TranscriptPane(RichLog):
@@ -45,8 +48,9 @@ class TranscriptPane(RichLog):
             super().__init__()
             self.up, self.detail = up, detail
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, *, zone: tzinfo | None = None, **kwargs: Any) -> None:
         super().__init__(wrap=True, markup=False, auto_scroll=True, **kwargs)
+        self.zone = zone  # lines are timed in it (None = the system's)
         self.lines_kept: list[Line] = []
         self.names: dict[int, str] = {}
         self.notice: str | None = None
@@ -84,4 +88,6 @@ class TranscriptPane(RichLog):
 
     def _render(self, line: Line) -> Text:
         colour = COLOURS[(line.speaker_id or 0) % len(COLOURS)]
-        return Text.assemble((f"{clock(line.time)} ", "dim"), (self.label(line), f"bold {colour}"), ": ", line.text)
+        return Text.assemble(
+            (f"{clock(line.time, self.zone)} ", "dim"), (self.label(line), f"bold {colour}"), ": ", line.text
+        )
