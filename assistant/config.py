@@ -104,12 +104,18 @@ class BudgetOptions:
 
 @dataclass(frozen=True)
 class RetrievalOptions:
+    lexical_k: int = _range(0, 10_000)
+    dense_k: int = _range(0, 10_000)
+    tree: bool
+    fusion_k: float = _range(0.0, 10_000.0)
+    max_lines: int = _range(1, 10_000)
+    infer_speaker: bool
+    infer_window: bool
     top_scenes: int = _range(1, 1000)
     top_events: int = _range(1, 1000)
     top_amus: int = _range(0, 1000)
     min_similarity: float = _range(-1.0, 1.0)
     max_events: int = _range(1, 1000)
-    sources_per_event: int = _range(0, 100)
 
 
 @dataclass(frozen=True)
@@ -118,6 +124,10 @@ class AnswerOptions:
     max_question_chars: int = _range(1, 1_000_000)
     min_relevance: float = _range(-1.0, 1.0)
     context_tokens: int = _range(64, 131072)
+    neighbours: int = _range(0, 100)
+    summaries: bool
+    whole_lines: int = _range(0, 10_000)
+    trim_above: int = _range(0, 100_000)
 
 
 @dataclass(frozen=True)

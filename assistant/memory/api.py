@@ -16,8 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from ..config import Settings, load_settings
 from ..embed import load_embedder
 from ..entities import make_extractor
@@ -26,12 +24,14 @@ from ..llm import LLM, load_llm, load_tokenizer
 from ..models import resolve
 from ..store.store import Store
 from . import archive, forget, speakers
-from .answer import DONT_KNOW, Prompt, build_prompt, cited_evidence, says_unknown, strip_citations
+from .answer import DONT_KNOW, Prompt, as_evidence, build_prompt, cited_evidence, says_unknown, strip_citations
 from .budget import enforce_budget
+from .context import Candidate, adds_words, build_context
 from .distill import Distiller
 from .engine import ProStream, StepReport
-from .records import Answer, Level, Node, RecallFilter, Retrieval, RetrievedPath, Speaker, Utterance
-from .retrieve import mark_used, retrieve
+from .question import QuestionReading, read_question
+from .recall import recall
+from .records import Answer, Evidence, Level, Node, RecallFilter, Retrieval, Speaker, Utterance
 
 
 @dataclass(frozen=True)
@@ -325,42 +325,87 @@ class Memory:
         as asking does.
         """
         q = self.check_question(query)
-        window = self.recall_filter(since=since, until=until, speaker=speaker)
-        vector = self._embedder.encode_one(q)
+        given = self.recall_filter(since=since, until=until, speaker=speaker)
+        now = _time.time() if now is None else now
         opts = self.settings.memory
-        clock = self.store.clock
-        paths = retrieve(self.store, vector, opts.retrieval, opts.utility, clock)
-        paths = self._with_sources(paths, vector)
-        if use and paths:
-            with self.store.atomic():
-                mark_used(self.store, paths, clock)
+        reading = read_question(q, [sp.name for sp in self.store.speakers()], now, self.settings.zone)
+        window = self._with_inferred(given, reading)
+        vector = self._embedder.encode_one(reading.topic)
+        found = recall(self.store, reading, vector, window, opts.retrieval, opts.utility, self.store.clock)
+        if use and found.lines:
+            self._mark_used([r.evidence for r in found.lines[: opts.retrieval.max_events]])
         short_term = tuple(u for u in self.engine.buffer.visible if window.admits(u.speaker, u.time))
-        pending = tuple(self.store.pending_blocks())
-        recent = [u.id for u in short_term] + [u.id for b in pending for u in b.utterances]
-        scores = [p.score for p in paths] + [float(v @ vector) for v in self.store.utterance_vectors(recent).values()]
-        return Retrieval(q, tuple(paths), short_term, pending, max(scores, default=0.0), filter=window)
+        pending = tuple(
+            b for b in self.store.pending_blocks() if any(window.admits(u.speaker, u.time) for u in b.utterances)
+        )
+        return Retrieval(
+            q,
+            found.paths,
+            short_term,
+            pending,
+            found.relevance,
+            found.lines,
+            window,
+            reading.terms,
+            found.lexical_match,
+        )
 
-    def _with_sources(self, paths: list[RetrievedPath], query_vector: np.ndarray) -> list[RetrievedPath]:
-        """Attach to each path the utterances it rests on that are closest to the question."""
-        per_event = self.settings.memory.retrieval.sources_per_event
-        if per_event == 0 or not paths:
-            return paths
-        sources = self.store.sources([p.event.id for p in paths] + [a.id for p in paths for a in p.amus])
-        vectors = self.store.utterance_vectors([e.utterance_id for p in paths for e in sources.get(p.event.id, [])])
-        out = []
-        for rank, p in enumerate(paths):
-            # Units' own sources first: they are the utterances the chosen facts came from.
-            ordered = {e.utterance_id: e for a in p.amus for e in sources.get(a.id, [])}
-            candidates = [e for e in sources.get(p.event.id, []) if e.utterance_id not in ordered]
-            candidates.sort(
-                key=lambda e: -float(vectors[e.utterance_id] @ query_vector) if e.utterance_id in vectors else 0.0
-            )
-            for e in candidates:
-                ordered.setdefault(e.utterance_id, e)
-            # The best path quotes one line more: it is the likeliest home of the answer.
-            take = per_event + (1 if rank == 0 else 0)
-            chosen = sorted(list(ordered.values())[:take], key=lambda e: (e.time, e.utterance_id))
-            out.append(RetrievedPath(p.scene, p.event, p.amus, p.score, tuple(chosen)))
+    def _with_inferred(self, given: RecallFilter, reading: QuestionReading) -> RecallFilter:
+        """The caller's filter, completed by what the question's own words name (a bound given wins)."""
+        opts = self.settings.memory.retrieval
+        since, until, speaker, inferred = given.since, given.until, given.speaker, []
+        if opts.infer_window and reading.window is not None and since is None and until is None:
+            since, until = reading.window
+            inferred += ["since", "until"]
+        if opts.infer_speaker and reading.speaker is not None and speaker is None:
+            speaker = reading.speaker
+            inferred.append("speaker")
+        return RecallFilter(since, until, speaker, tuple(inferred))
+
+    def _mark_used(self, lines: list[Evidence]) -> None:
+        """A question used the nodes that rest on the lines it recalled (Eq. 1's f and dt)."""
+        nodes = self.store.node_ids_of(e.utterance_id for e in lines)
+        ids = [nid for ns in nodes.values() for nid in ns]
+        events = {n.parent_id for n in self.store.nodes_by_id(ids) if n.parent_id is not None}
+        with self.store.atomic():
+            self.store.touch([*ids, *events], self.store.clock)
+
+    def _candidates(self, retrieval: Retrieval) -> list[Candidate]:
+        """The recalled lines in order of relevance, each with its event's summary where that adds words,
+        and the question just before each of the strongest lines."""
+        opts = self.settings.memory.answer
+        lines = [r.evidence for r in retrieval.lines]
+        summaries: dict[int, str] = {}
+        if opts.summaries and lines:
+            node_ids = self.store.node_ids_of(e.utterance_id for e in lines)
+            nodes = {n.id: n for n in self.store.nodes_by_id({nid for ns in node_ids.values() for nid in ns})}
+            events = {nid for nid, n in nodes.items() if n.level is Level.EVENT}
+            event_sources = self.store.sources(events)
+            for e in lines:
+                for nid in node_ids.get(e.utterance_id, []):
+                    if nid in events and adds_words(nodes[nid].text, event_sources.get(nid, [])):
+                        summaries[e.utterance_id] = nodes[nid].text
+                        break
+        window = retrieval.filter
+        # A neighbour is context, not evidence: a speaker read from the question does not bar it.
+        strict = window if "speaker" not in window.inferred else RecallFilter(window.since, window.until)
+        out: list[Candidate] = []
+        for rank, e in enumerate(lines):
+            if rank < opts.neighbours:
+                before, _ = self.store.neighbours(e.utterance_id)
+                if (
+                    before is not None
+                    and before.id is not None
+                    and before.speaker != e.speaker
+                    and before.text.rstrip().endswith("?")
+                    and self.tokenizer.count(before.text) <= opts.trim_above
+                    and strict.admits(before.speaker, before.time)
+                    and self.store.held_ids_among([before.id])
+                ):
+                    out.append(Candidate(e, summaries.get(e.utterance_id)))
+                    out.append(Candidate(as_evidence(before)))
+                    continue
+            out.append(Candidate(e, summaries.get(e.utterance_id)))
         return out
 
     def prepare(
@@ -373,20 +418,32 @@ class Memory:
         use: bool = True,
         now: float | None = None,
     ) -> PreparedQuestion:
-        """Retrieve and frame a question: the part of asking that reads (and, with `use`, marks) the store.
+        """Recall and frame a question: the part of asking that reads (and, with `use`, marks) the store.
 
         The daemon runs this on its single writer thread and the generation elsewhere, so a slow
         answer never holds up the writes. `use=False` asks without leaving a mark (an observer:
         the benchmark's probes).
         """
         t0 = _time.perf_counter()
-        retrieval = self.search(question, since=since, until=until, speaker=speaker, use=use, now=now)
-        ms = (_time.perf_counter() - t0) * 1000
-        if retrieval.empty or retrieval.relevance < self.settings.memory.answer.min_relevance:
-            return PreparedQuestion(retrieval, None, ms)
+        retrieval = self.search(question, since=since, until=until, speaker=speaker, use=False, now=now)
         opts = self.settings.memory.answer
+        # Nothing to say: no line at all, or none that shares a word with the question or comes close
+        # in meaning. The model would only guess.
+        if not retrieval.lines or (retrieval.relevance < opts.min_relevance and not retrieval.matched_words):
+            return PreparedQuestion(retrieval, None, (_time.perf_counter() - t0) * 1000)
+        context = build_context(
+            self._candidates(retrieval),
+            self.tokenizer,
+            opts.context_tokens,
+            self.settings.zone,
+            terms=retrieval.terms,
+            whole=opts.whole_lines,
+            trim_above=opts.trim_above,
+        )
+        if use:
+            self._mark_used(list(context.sources))
         return PreparedQuestion(
-            retrieval, build_prompt(retrieval.question, retrieval, self.tokenizer, opts.context_tokens), ms
+            retrieval, build_prompt(retrieval.question, context), (_time.perf_counter() - t0) * 1000
         )
 
     def answer_stream(self, prepared: PreparedQuestion) -> Iterator[str | Answer]:
@@ -405,7 +462,7 @@ class Memory:
         # A reply that is only citations says nothing; treat it like any other non-answer.
         text = strip_citations(raw) or DONT_KNOW
         knows = not says_unknown(text)
-        evidence = cited_evidence(raw, prompt) if knows else ()
+        evidence = cited_evidence(raw, prompt, self.settings.zone) if knows else ()
         yield Answer(
             text,
             evidence,
@@ -414,7 +471,7 @@ class Memory:
             prepared.retrieval_ms,
             (_time.perf_counter() - t1) * 1000,
             retrieval,
-            tuple(prompt.sources.values()),
+            prompt.sources,
         )
 
     def ask_stream(self, question: str, **recall: Any) -> Iterator[str | Answer]:

@@ -215,6 +215,8 @@ def _audit_detail(f: ForgetFilter, p: ForgetPlan) -> dict[str, object]:
 def scrub(store: Store) -> None:
     """Leave no deleted content in the file or its write-ahead log (secure_delete is on)."""
     db = store.db
+    # FTS5 deletes only mark a line's index entries as gone; merging the index drops them.
+    store.optimize_lexical_index()
     db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     db.execute("VACUUM")
     db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -240,5 +242,6 @@ def expire(store: Store, days: float, now: float) -> int:
         if ids:
             store.audit("expire", {"utterances": len(ids), "days": days})
     if ids:
+        store.optimize_lexical_index()
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     return len(ids)

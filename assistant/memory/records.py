@@ -193,6 +193,10 @@ class Retrieval:
     lines: tuple[RecalledLine, ...] = ()
     # The window and speaker the recall was limited to (given, or read from the question).
     filter: RecallFilter = field(default_factory=RecallFilter)
+    # The question's content words, as searched.
+    terms: tuple[str, ...] = ()
+    # Whether some recalled line shares a content word with the question.
+    matched_words: bool = False
 
     @property
     def empty(self) -> bool:

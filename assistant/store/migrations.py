@@ -122,9 +122,50 @@ def _speaker_voices(db: Database) -> None:
     )
 
 
+# An utterance is held by the memory while the tree rests on it (node_sources) or a buffer holds
+# it (stsb, pending_utterances): the lines an answer may quote. Each of the three tables gets a
+# pair of triggers that keep `memory_lines` equal to that union, whatever deletes a row (a
+# prune, a forget, a cascade from the archive).
+_HELD = (
+    "EXISTS (SELECT 1 FROM node_sources WHERE utterance_id = {u}) "
+    "OR EXISTS (SELECT 1 FROM stsb WHERE utterance_id = {u}) "
+    "OR EXISTS (SELECT 1 FROM pending_utterances WHERE utterance_id = {u})"
+)
+
+
+def _memory_lines(db: Database) -> None:
+    # The lexical index of the lines the memory holds (BM25 through FTS5, porter-stemmed). It
+    # covers what the memory holds, not the whole archive: that is bounded by the token budget,
+    # so a query's cost does not grow with months of transcript (over 100,000 archived lines a
+    # BM25 query took 79 ms median against 0.4 ms over 1,000). A regular FTS5 table, not
+    # external-content: a cascade from a deleted utterance leaves no text to un-index with.
+    statements = [
+        "CREATE INDEX pending_utterances_utterance ON pending_utterances(utterance_id);",
+        "CREATE VIRTUAL TABLE memory_lines USING fts5(text, tokenize = 'porter unicode61 remove_diacritics 2');",
+    ]
+    for table in ("node_sources", "stsb", "pending_utterances"):
+        statements += [
+            f"CREATE TRIGGER memory_lines_held_by_{table} AFTER INSERT ON {table} "
+            "WHEN NOT EXISTS (SELECT 1 FROM memory_lines WHERE rowid = new.utterance_id) BEGIN "
+            "INSERT INTO memory_lines (rowid, text) SELECT id, text FROM utterances WHERE id = new.utterance_id; "
+            "END;",
+            f"CREATE TRIGGER memory_lines_released_by_{table} AFTER DELETE ON {table} "
+            f"WHEN NOT ({_HELD.format(u='old.utterance_id')}) BEGIN "
+            "DELETE FROM memory_lines WHERE rowid = old.utterance_id; "
+            "END;",
+        ]
+    statements.append(
+        "INSERT INTO memory_lines (rowid, text) SELECT id, text FROM utterances WHERE id IN "
+        "(SELECT utterance_id FROM node_sources UNION SELECT utterance_id FROM stsb "
+        "UNION SELECT utterance_id FROM pending_utterances);"
+    )
+    run_script(db, "\n".join(statements))
+
+
 MIGRATIONS: list[tuple[str, Callable[[Database], None]]] = [
     ("0001_initial_schema", _initial_schema),
     ("0002_speaker_voices", _speaker_voices),
+    ("0003_memory_lines", _memory_lines),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

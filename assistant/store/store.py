@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..memory.records import Block, Evidence, Level, Node, Speaker, Utterance
+from ..memory.records import Block, Evidence, Level, Node, RecallFilter, Speaker, Utterance
 from .db import Database
 from .migrations import migrate
 from .vectors import VectorIndex, as_blob, ensure_vector_tables
@@ -48,6 +48,23 @@ def _utterance(row: Any) -> Utterance:
     return Utterance(speaker=row["speaker"], text=row["text"], time=row["time"], id=row["id"])
 
 
+def _window_sql(window: RecallFilter | None) -> tuple[str, tuple[object, ...]]:
+    """SQL conditions (on `u` utterances and `s` speakers) for a recall filter."""
+    if window is None:
+        return "", ()
+    where, params = [], []
+    if window.since is not None:
+        where.append(" AND u.time >= ?")
+        params.append(window.since)
+    if window.until is not None:
+        where.append(" AND u.time < ?")
+        params.append(window.until)
+    if window.speaker is not None:
+        where.append(" AND s.name = ? COLLATE NOCASE")
+        params.append(window.speaker)
+    return "".join(where), tuple(params)
+
+
 def utterance_digest(u: Utterance) -> str:
     return hashlib.sha256(f"{u.speaker}\x1f{u.time!r}\x1f{u.text}".encode()).hexdigest()
 
@@ -59,6 +76,10 @@ class Store:
         ensure_vector_tables(self.db, embedder, dim)
         self.dim = dim
         self.index = {level: VectorIndex(dim) for level in Level}
+        # The vectors of the lines the memory holds (see `held_ids`), for the dense half of
+        # recall. Lines the memory lets go stay in it until the next rebuild and are filtered
+        # out as they are found; it is rebuilt when they outnumber the held ones.
+        self.line_index = VectorIndex(dim)
         # State mirrored in memory elsewhere (the sensing buffer) registers here to be reloaded
         # when an outermost transaction rolls back.
         self.on_rollback: list[Callable[[], None]] = [self.reload_index]
@@ -84,6 +105,7 @@ class Store:
             raise
 
     def reload_index(self) -> None:
+        self.rebuild_line_index()
         for level, index in self.index.items():
             index.rebuild(
                 (r[0], r[1])
@@ -197,6 +219,9 @@ class Store:
         self.db.execute(
             "UPDATE utterance_vectors SET embedding = ? WHERE utterance_id = ?", (as_blob(vector), utterance_id)
         )
+        if utterance_id in self.line_index:
+            self.line_index.remove([utterance_id])
+            self.line_index.add(utterance_id, vector)
 
     def speaker_utterances(self, speaker_id: int) -> list[Utterance]:
         rows = self.db.all(
@@ -230,6 +255,8 @@ class Store:
             ).lastrowid
         )
         self.db.execute("INSERT INTO utterance_vectors (utterance_id, embedding) VALUES (?, ?)", (uid, as_blob(vector)))
+        # Every new line enters the sensing buffer, so the memory holds it from now on.
+        self.line_index.add(uid, vector)
         return Utterance(u.speaker, u.text, u.time, uid)
 
     def utterances(self, ids: Iterable[int]) -> list[Utterance]:
@@ -258,6 +285,119 @@ class Store:
     def utterance_count(self) -> int:
         return int(self.db.scalar("SELECT count(*) FROM utterances"))
 
+    # --- the lines the memory holds: what recall searches ---------------------------------
+
+    def held_ids(self) -> list[int]:
+        """Utterances the tree rests on or a buffer holds (the rows of `memory_lines`)."""
+        return [r[0] for r in self.db.all("SELECT rowid FROM memory_lines ORDER BY rowid")]
+
+    def held_count(self) -> int:
+        return int(self.db.scalar("SELECT count(*) FROM memory_lines"))
+
+    def rebuild_line_index(self) -> None:
+        ids = self.held_ids()
+        vectors = self.utterance_vectors(ids)
+        self.line_index.rebuild((uid, as_blob(vectors[uid])) for uid in ids if uid in vectors)
+
+    def compact_line_index(self) -> bool:
+        """Rebuild the line index once the lines let go outnumber those held (amortised: a rebuild
+        costs O(held), and at least that many lines were let go since the last one)."""
+        if len(self.line_index) <= 2 * self.held_count() + 1024:
+            return False
+        self.rebuild_line_index()
+        return True
+
+    def lexical_lines(self, match: str, k: int, window: RecallFilter | None = None) -> list[tuple[int, float]]:
+        """The k held lines that best match an FTS5 query, by BM25 (higher is better), inside `window`."""
+        where, params = _window_sql(window)
+        rows = self.db.all(
+            "SELECT m.rowid, -bm25(memory_lines) AS score FROM memory_lines m "
+            "JOIN utterances u ON u.id = m.rowid JOIN speakers s ON s.id = u.speaker_id "
+            f"WHERE memory_lines MATCH ?{where} ORDER BY bm25(memory_lines) LIMIT ?",
+            (match, *params, k),
+        )
+        return [(int(r[0]), float(r[1])) for r in rows]
+
+    def dense_lines(self, vector: np.ndarray, k: int, window: RecallFilter | None = None) -> list[tuple[int, float]]:
+        """The k held lines nearest to `vector` by cosine, inside `window`.
+
+        The index is searched for more than k, since lines let go (and, with a filter, lines
+        outside it) are dropped from what it returns; a narrow window whose lines are few is
+        scored exactly instead, so a filter never hides its own best line.
+        """
+        if window is not None and not window.empty:
+            inside = self._held_in_window(window, limit=4 * k + 256)
+            if inside is not None:
+                vectors = self.utterance_vectors(inside)
+                scored = [(uid, float(vectors[uid] @ vector)) for uid in inside if uid in vectors]
+                return sorted(scored, key=lambda t: -t[1])[:k]
+        found: list[tuple[int, float]] = []
+        want = 4 * k
+        while True:
+            hits = self.line_index.search(vector, want)
+            found = self._keep_held(hits, window)
+            if len(found) >= k or len(hits) < want or want >= len(self.line_index):
+                return found[:k]
+            want *= 4
+
+    def _held_in_window(self, window: RecallFilter, limit: int) -> list[int] | None:
+        """The held lines inside the window, or None when there are more than `limit` of them."""
+        where, params = _window_sql(window)
+        rows = self.db.all(
+            "SELECT m.rowid FROM memory_lines m JOIN utterances u ON u.id = m.rowid "
+            f"JOIN speakers s ON s.id = u.speaker_id WHERE 1{where} LIMIT ?",
+            (*params, limit + 1),
+        )
+        return None if len(rows) > limit else [int(r[0]) for r in rows]
+
+    def _keep_held(self, hits: list[tuple[int, float]], window: RecallFilter | None) -> list[tuple[int, float]]:
+        where, params = _window_sql(window)
+        kept = []
+        for uid, score in hits:
+            row = self.db.one(
+                "SELECT 1 FROM memory_lines m JOIN utterances u ON u.id = m.rowid "
+                f"JOIN speakers s ON s.id = u.speaker_id WHERE m.rowid = ?{where}",
+                (uid, *params),
+            )
+            if row is not None:
+                kept.append((uid, score))
+        return kept
+
+    def neighbours(self, utterance_id: int) -> tuple[Utterance | None, Utterance | None]:
+        """The archived utterances just before and just after this one (by time)."""
+        row = self.db.one("SELECT time FROM utterances WHERE id = ?", (utterance_id,))
+        if row is None:
+            return None, None
+        t = row[0]
+        sql = (
+            "SELECT u.id, s.name AS speaker, u.text, u.time FROM utterances u JOIN speakers s ON s.id = u.speaker_id "
+            "WHERE (u.time, u.id) {op} (?, ?) ORDER BY u.time {order}, u.id {order} LIMIT 1"
+        )
+        before = self.db.one(sql.format(op="<", order="DESC"), (t, utterance_id))
+        after = self.db.one(sql.format(op=">", order="ASC"), (t, utterance_id))
+        return (_utterance(before) if before else None, _utterance(after) if after else None)
+
+    def held_ids_among(self, utterance_ids: Iterable[int]) -> list[int]:
+        return [
+            uid
+            for uid in dict.fromkeys(utterance_ids)
+            if self.db.one("SELECT 1 FROM memory_lines WHERE rowid = ?", (uid,)) is not None
+        ]
+
+    def nodes_by_id(self, node_ids: Iterable[int]) -> list[Node]:
+        return [n for n in (self.node(nid) for nid in dict.fromkeys(node_ids)) if n is not None]
+
+    def node_ids_of(self, utterance_ids: Iterable[int]) -> dict[int, list[int]]:
+        """For each utterance, the nodes that rest on it."""
+        out: dict[int, list[int]] = {}
+        for uid in dict.fromkeys(utterance_ids):
+            out[uid] = [r[0] for r in self.db.all("SELECT node_id FROM node_sources WHERE utterance_id = ?", (uid,))]
+        return out
+
+    def optimize_lexical_index(self) -> None:
+        """Merge the lexical index into one segment, dropping the entries of deleted lines (forget)."""
+        self.db.execute("INSERT INTO memory_lines (memory_lines) VALUES ('optimize')")
+
     def search_utterances(self, vector: np.ndarray, k: int) -> list[tuple[Utterance, float]]:
         """Nearest archived utterances by sqlite-vec KNN (the cold path: not part of per-step work)."""
         rows = self.db.all(
@@ -278,11 +418,30 @@ class Store:
         return buffer, context
 
     def set_stsb(self, buffer: list[Utterance], context: list[Utterance]) -> None:
-        self.db.execute("DELETE FROM stsb")
-        rows = [(i, u.id, 1) for i, u in enumerate(context)] + [
-            (len(context) + i, u.id, 0) for i, u in enumerate(buffer)
-        ]
-        self.db.executemany("INSERT INTO stsb (position, utterance_id, is_context) VALUES (?, ?, ?)", rows)
+        # Rows are changed in place rather than rewritten: each insert or delete also indexes or
+        # un-indexes the line (memory_lines), and most of the buffer is the same from one
+        # utterance to the next.
+        wanted = [(u.id, 1) for u in context] + [(u.id, 0) for u in buffer]
+        current = self.db.all("SELECT position, utterance_id, is_context FROM stsb ORDER BY position")
+        if [(r[1], r[2]) for r in current] == wanted:
+            return
+        keep = {uid for uid, _ in wanted}
+        self.db.executemany("DELETE FROM stsb WHERE position = ?", [(r[0],) for r in current if r[1] not in keep])
+        # Positions are the primary key: move the survivors out of the way before renumbering.
+        self.db.execute("UPDATE stsb SET position = -1 - position")
+        present = {r[1] for r in current if r[1] in keep}
+        for position, (uid, is_context) in enumerate(wanted):
+            if uid in present:
+                self.db.execute(
+                    "UPDATE stsb SET position = ?, is_context = ? WHERE utterance_id = ? AND position < 0",
+                    (position, is_context, uid),
+                )
+                present.discard(uid)
+            else:
+                self.db.execute(
+                    "INSERT INTO stsb (position, utterance_id, is_context) VALUES (?, ?, ?)",
+                    (position, uid, is_context),
+                )
 
     def add_pending(self, utterances: list[Utterance], context: list[Utterance]) -> int:
         block_id = int(self.db.execute("INSERT INTO pending_blocks (created) VALUES (?)", (time.time(),)).lastrowid)

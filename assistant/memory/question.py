@@ -1,0 +1,118 @@
+"""Read a question before recalling: who it is about, when, and which words carry its meaning.
+
+"What did Sam say about the trip last week?" is about one speaker (Sam), one window (last
+week) and a few content words (say, trip). The speaker's name is taken out of the words that
+are searched: it matches every line that merely addresses Sam ("Thanks, Sam!") and pulls the
+question's vector towards greetings; the speaker becomes a filter instead, since what a
+person did or said is told, overwhelmingly, in their own lines (on the LoCoMo development
+split, 95 % of the evidence for questions that name one speaker is that speaker's own).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import tzinfo
+
+from .dates import question_window
+
+# English function and question words: they carry no topic, and in a lexical OR query they
+# would match nearly every line. Kept here (not spaCy's list) so that reading a question does
+# not import spaCy, which takes seconds.
+STOP_WORDS = frozenset(
+    """
+    a about above after again against all am an and any are aren't as at be because been before being below
+    between both but by can can't cannot could couldn't did didn't do does doesn't doing don't down during each
+    few for from further had hadn't has hasn't have haven't having he he'd he'll he's her here here's hers herself
+    him himself his how how's i i'd i'll i'm i've if in into is isn't it it's its itself let's me more most mustn't
+    my myself no nor not of off on once only or other ought our ours ourselves out over own same shan't she she'd
+    she'll she's should shouldn't so some such than that that's the their theirs them themselves then there
+    there's these they they'd they'll they're they've this those through to too under until up very was wasn't we
+    we'd we'll we're we've were weren't what what's when when's where where's which while who who's whom why
+    why's with won't would wouldn't you you'd you'll you're you've your yours yourself yourselves
+    also ever just kind like likely maybe many much one ones really something sort thing things would yet
+    """.split()
+)
+_FIRST_PERSON = re.compile(r"\b(i|me|my|mine|myself|we|us|our|ours)\b", re.I)
+# A time in a question bounds when the lines were said only when the question asks what was said
+# ("what did Sam say last week?"); otherwise it is part of the event asked about ("where did
+# she move from four years ago?"), which was told whenever it was told.
+_ABOUT_SPEECH = re.compile(
+    r"\b(say|says|said|tell|tells|told|mention(s|ed)?|talk(s|ed)?|discuss(es|ed)?|ask(s|ed)?|speak|spoke|"
+    r"promise(s|d)?|agree(s|d)?|decide(s|d)?|hear|heard|chat(s|ted)?|conversation|meeting)\b",
+    re.I,
+)
+_WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?", re.UNICODE)
+
+
+@dataclass(frozen=True)
+class QuestionReading:
+    """What recall takes from a question's words."""
+
+    # The question without the names of the speakers it mentions: what is embedded.
+    topic: str
+    # Content words for the lexical index, in order, without duplicates.
+    terms: tuple[str, ...]
+    # The one speaker the question is about, when it names exactly one and is not in the first person.
+    speaker: str | None
+    # The time window its words name ("what was said last week", "in May 2023"), relative to when
+    # it is asked; None unless the question asks what was said then.
+    window: tuple[float, float] | None
+
+
+def _name_patterns(speakers: list[str]) -> dict[str, list[str]]:
+    """The ways a question may name each speaker: the full name, and a first name no one else shares."""
+    firsts: dict[str, int] = {}
+    for name in speakers:
+        first = name.split()[0].casefold() if name.split() else ""
+        firsts[first] = firsts.get(first, 0) + 1
+    out: dict[str, list[str]] = {}
+    for name in speakers:
+        forms = [name]
+        parts = name.split()
+        if len(parts) > 1 and firsts.get(parts[0].casefold()) == 1:
+            forms.append(parts[0])
+        out[name] = forms
+    return out
+
+
+def _nicknames(question: str, speakers: list[str]) -> dict[str, list[str]]:
+    """Capitalised words inside the question that begin exactly one speaker's first name ("Mel")."""
+    out: dict[str, list[str]] = {}
+    for m in re.finditer(r"(?<=\s)([A-Z][a-z]{2,})\b", question):
+        word = m.group(1)
+        owners = [n for n in speakers if n.split() and n.split()[0] != word and n.split()[0].startswith(word)]
+        if len(owners) == 1:
+            out.setdefault(owners[0], []).append(word)
+    return out
+
+
+def read_question(question: str, speakers: list[str], now: float, zone: tzinfo) -> QuestionReading:
+    """Find the speakers a question names, its time window and its content words."""
+    forms = _name_patterns(speakers)
+    for name, extra in _nicknames(question, speakers).items():
+        forms[name] = forms.get(name, []) + extra
+    named: list[str] = []
+    topic = question
+    # Longest forms first, so "Sam Lee" is taken whole before "Sam".
+    for name, form in sorted(((n, f) for n, fs in forms.items() for f in fs), key=lambda t: -len(t[1])):
+        pattern = re.compile(r"(?<![\w])" + re.escape(form) + r"(?:'s|’s)?(?![\w])", re.I)
+        if pattern.search(topic):
+            topic = pattern.sub(" ", topic)
+            if name not in named:
+                named.append(name)
+    topic = " ".join(topic.split())
+    terms = tuple(
+        dict.fromkeys(
+            w.casefold() for w in _WORD.findall(topic) if w.casefold() not in STOP_WORDS and (len(w) > 1 or w.isdigit())
+        )
+    )
+    speaker = named[0] if len(named) == 1 and not _FIRST_PERSON.search(question) else None
+    window = question_window(question, now, zone) if _ABOUT_SPEECH.search(question) else None
+    return QuestionReading(topic or question, terms, speaker, window)
+
+
+def fts_query(terms: tuple[str, ...]) -> str | None:
+    """An FTS5 query matching any of the terms (each quoted, so no word is read as an operator)."""
+    quoted = ['"' + t.replace('"', "") + '"' for t in terms if t.replace('"', "")]
+    return " OR ".join(quoted) if quoted else None

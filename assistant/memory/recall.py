@@ -1,0 +1,119 @@
+"""Hybrid recall: the lines the memory holds that best answer a question.
+
+The memory holds a bounded set of lines: those its scene > event > unit tree rests on
+(provenance) and those its buffers hold. Three arms rank them, and their ranks are fused
+(reciprocal rank fusion, which needs no calibration between BM25 scores and cosines):
+
+* lexical: BM25 over the held lines (SQLite FTS5, porter-stemmed). Names, places and numbers a
+  question repeats word for word are what it finds;
+* dense: cosine between the question and each held line (an in-process index of their vectors);
+* tree: the paper's top-down path (scenes, then events, then units; seed 000 §5.4), each line
+  scored by the best node that rests on it. It reaches a line through any node it supports, so
+  a fact filed under an event whose summary does not resemble the question is still found.
+
+Utility (Eq. 1) does not rank: an old fact that matches the question well is not buried under a
+recent one that was merely asked about before. It only breaks ties, and decides (in the budget)
+what the memory keeps. Every arm sees only the lines inside the recall filter (a time window and
+a speaker, given or read from the question).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..config import RetrievalOptions, UtilityOptions
+from ..store.store import Store
+from .budget import utility
+from .question import QuestionReading, fts_query
+from .records import Evidence, RecalledLine, RecallFilter, RetrievedPath
+from .retrieve import retrieve
+
+
+@dataclass(frozen=True)
+class Recall:
+    lines: tuple[RecalledLine, ...]
+    paths: tuple[RetrievedPath, ...]
+    # The best cosine between the question's topic and a recalled line: how much the memory has to say.
+    relevance: float
+    # Whether any line shares a content word with the question.
+    lexical_match: bool
+
+
+def _fuse(arms: dict[str, list[tuple[int, float]]], k0: float) -> dict[int, tuple[float, tuple[str, ...]]]:
+    fused: dict[int, float] = {}
+    found: dict[int, list[str]] = {}
+    for arm, ranked in arms.items():
+        for rank, (uid, _) in enumerate(ranked):
+            fused[uid] = fused.get(uid, 0.0) + 1.0 / (k0 + rank + 1)
+            found.setdefault(uid, []).append(arm)
+    return {uid: (score, tuple(found[uid])) for uid, score in fused.items()}
+
+
+def _tree_arm(
+    store: Store, vector: np.ndarray, window: RecallFilter, options: RetrievalOptions, util: UtilityOptions, now: float
+) -> tuple[list[tuple[int, float]], list[RetrievedPath]]:
+    paths = retrieve(store, vector, options, util, now)
+    nodes = [(p.score, n.id) for p in paths for n in (p.event, *p.amus)]
+    sources = store.sources(nid for _, nid in nodes)
+    best: dict[int, float] = {}
+    for score, nid in nodes:
+        for ev in sources.get(nid, []):
+            if window.admits(ev.speaker, ev.time) and score > best.get(ev.utterance_id, -2.0):
+                best[ev.utterance_id] = score
+    held = set(store.held_ids_among(best))
+    ranked = sorted(((u, s) for u, s in best.items() if u in held), key=lambda t: -t[1])
+    return ranked[: options.dense_k], paths
+
+
+def recall(
+    store: Store,
+    reading: QuestionReading,
+    vector: np.ndarray,
+    window: RecallFilter,
+    options: RetrievalOptions,
+    util: UtilityOptions,
+    now: float,
+    *,
+    encode: Callable[[list[str]], np.ndarray] | None = None,
+) -> Recall:
+    """Rank the held lines inside `window` for a question read as `reading`, `vector` its topic's embedding."""
+    arms: dict[str, list[tuple[int, float]]] = {}
+    match = fts_query(reading.terms)
+    if match is not None and options.lexical_k > 0:
+        arms["lexical"] = store.lexical_lines(match, options.lexical_k, window)
+    if options.dense_k > 0:
+        arms["dense"] = store.dense_lines(vector, options.dense_k, window)
+    paths: list[RetrievedPath] = []
+    if options.tree:
+        arms["tree"], paths = _tree_arm(store, vector, window, options, util, now)
+    fused = _fuse(arms, options.fusion_k)
+    ranked = sorted(fused.items(), key=lambda t: -t[1][0])[: options.max_lines]
+    ids = [uid for uid, _ in ranked]
+    evidence = {u.id: u for u in store.utterances(ids)}
+    # Utility breaks ties: the more a line's nodes were used and the more recently, the earlier.
+    nodes = store.node_ids_of(ids)
+    node_rows = {n.id: n for n in store.nodes_by_id({nid for ns in nodes.values() for nid in ns})}
+
+    def tie(uid: int) -> float:
+        us = [utility(n.frequency, n.last_access, now, util) for nid in nodes.get(uid, []) if (n := node_rows.get(nid))]
+        return max(us, default=0.0)
+
+    vectors = store.utterance_vectors(ids)
+    lines = []
+    for uid, (score, found_by) in ranked:
+        u = evidence.get(uid)
+        if u is None or u.id is None:
+            continue
+        lines.append(
+            RecalledLine(
+                Evidence(utterance_id=u.id, speaker=u.speaker, time=u.time, text=u.text),
+                score + 1e-6 * tie(uid),
+                found_by,
+            )
+        )
+    lines.sort(key=lambda r: -r.score)
+    cosines = [float(vectors[r.evidence.utterance_id] @ vector) for r in lines if r.evidence.utterance_id in vectors]
+    return Recall(tuple(lines), tuple(paths), max(cosines, default=0.0), bool(arms.get("lexical")))
