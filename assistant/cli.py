@@ -6,13 +6,14 @@ Every `AssistantError` becomes one clean line on stderr and a non-zero exit code
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import math
 import os
 import sys
 import tempfile
 import textwrap
-from datetime import tzinfo
+from datetime import UTC, tzinfo
 from pathlib import Path
 from typing import Any
 
@@ -118,9 +119,10 @@ def print_answer(answer: Answer, *, stream_done: bool = False, zone: tzinfo | No
         click.secho("  \u2514 " + ev.cite(zone), fg="cyan")
 
 
-def _ask(memory: Memory, question: str) -> Answer:
+def _ask(memory: Memory, question: str, **recall: Any) -> Answer:
+    """Stream one answer to the terminal; `recall` takes `Memory.prepare`'s since, until and speaker."""
     answer = None
-    for item in memory.ask_stream(question):
+    for item in memory.ask_stream(question, **recall):
         if isinstance(item, Answer):
             answer = item
         else:
@@ -129,6 +131,36 @@ def _ask(memory: Memory, question: str) -> Answer:
     assert answer is not None
     print_answer(answer, stream_done=True, zone=memory.settings.zone)
     return answer
+
+
+def _recall_options(fn: Any) -> Any:
+    """--since, --until and --speaker: what `ask` and `search` may recall."""
+    fn = click.option("--speaker", default=None, help="Only what this speaker said (name or id).")(fn)
+    fn = click.option("--until", default=None, help="Only what was said before this time.")(fn)
+    return click.option(
+        "--since",
+        default=None,
+        help="Only what was said from this time on: ISO-8601 (local time unless it names an offset) or epoch seconds.",
+    )(fn)
+
+
+def _recall(since: str | None, until: str | None, speaker: str | None, zone: tzinfo) -> dict[str, Any]:
+    """The options as `Memory.search`/`prepare` and the daemon client take them, checked before
+    any model loads: a malformed time or an empty window is refused naming the option. A time
+    without an offset is read in `zone` (`time_zone`), the one answers show times in."""
+    from .daemon.client import check_window
+
+    window = {"since": _when(since, "--since", zone), "until": _when(until, "--until", zone)}
+    check_window(window["since"], window["until"], ("--since", "--until"), zone)
+    return {**window, "speaker": speaker}
+
+
+def _show_filter(f: dict[str, Any] | None, zone: tzinfo) -> None:
+    from .daemon.client import describe_filter
+
+    described = describe_filter(f, zone)
+    if described:
+        click.secho(f"  ({described})", dim=True)
 
 
 @main.command()
@@ -140,9 +172,24 @@ def _ask(memory: Memory, question: str) -> Answer:
     help="Ask every line of this file in turn (models load once).",
 )
 @click.option("--timings", is_flag=True, help="Also print retrieval and answer latency and the context size.")
+@_recall_options
 @click.pass_context
-def ask(ctx: click.Context, question: str | None, questions_file: Path | None, timings: bool) -> None:
-    """Ask the memory a question; the answer streams, then its evidence."""
+def ask(
+    ctx: click.Context,
+    question: str | None,
+    questions_file: Path | None,
+    timings: bool,
+    since: str | None,
+    until: str | None,
+    speaker: str | None,
+) -> None:
+    """Ask the memory a question; the answer streams, then its evidence.
+
+    --since/--until/--speaker limit what it may recall: --speaker Sam --since 2026-11-16 only
+    hears what Sam said from then on. The question's own words ("last week") may limit it too.
+    """
+    zone = _settings(ctx).zone
+    recall = _recall(since, until, speaker, zone)
     if questions_file is not None:
         try:
             questions = [q.strip() for q in questions_file.read_text(encoding="utf-8").splitlines() if q.strip()]
@@ -158,15 +205,17 @@ def ask(ctx: click.Context, question: str | None, questions_file: Path | None, t
             for q in questions:
                 if len(questions) > 1:
                     click.secho(f"Q: {q}", bold=True)
-                _ask_daemon(client, q, timings)
+                _ask_daemon(client, q, timings, recall, zone)
         return
     answers = []
     with _open(ctx) as memory:
         for q in questions:
             if len(questions) > 1:
                 click.secho(f"Q: {q}", bold=True)
-            answer = _ask(memory, q)
+            answer = _ask(memory, q, **recall)
             answers.append(answer)
+            if answer.retrieval is not None:
+                _show_filter(dataclasses.asdict(answer.retrieval.filter), zone)
             if timings:
                 click.echo(
                     f"retrieval {answer.retrieval_ms:.1f} ms, answer {answer.answer_ms:.0f} ms, "
@@ -177,8 +226,8 @@ def ask(ctx: click.Context, question: str | None, questions_file: Path | None, t
         click.echo(_latency_summary(answers), err=True)
 
 
-def _ask_daemon(client: Any, question: str, timings: bool) -> None:
-    for event in client.ask(question):
+def _ask_daemon(client: Any, question: str, timings: bool, recall: dict[str, Any], zone: tzinfo) -> None:
+    for event in client.ask(question, **recall):
         if event["type"] == "token":
             click.echo(event["text"], nl=False)
         elif event["type"] == "error":
@@ -187,12 +236,63 @@ def _ask_daemon(client: Any, question: str, timings: bool) -> None:
             click.echo()
             for ev in event["evidence"]:
                 click.secho("  \u2514 " + Evidence(**ev).cite(), fg="cyan")
+            _show_filter(event.get("filter"), zone)
             if timings:
                 click.echo(
                     f"retrieval {event['retrieval_ms']:.1f} ms, answer {event['answer_ms']:.0f} ms, "
                     f"context {event['context_tokens']} tokens",
                     err=True,
                 )
+
+
+@main.command()
+@click.argument("query")
+@_recall_options
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON (as the daemon's POST /search).")
+@click.pass_context
+def search(
+    ctx: click.Context, query: str, since: str | None, until: str | None, speaker: str | None, as_json: bool
+) -> None:
+    """What an answer to QUERY would see, without asking the LLM: the recalled lines, then the tree paths.
+
+    Through the daemon when one runs, else on the database directly (read only; the LLM is never loaded).
+    """
+    zone = _settings(ctx).zone
+    recall = _recall(since, until, speaker, zone)
+    client = _daemon(ctx)
+    if client is not None:
+        with client:
+            found = client.search(query, **recall)
+    else:
+        from .daemon.api import search_out
+
+        with _open(ctx) as memory:
+            found = search_out(memory.search(query, **recall)).model_dump()
+    if as_json:
+        click.echo(json.dumps(found, ensure_ascii=False, indent=2))
+    else:
+        _print_search(found, zone)
+
+
+def _print_search(found: dict[str, Any], zone: tzinfo) -> None:
+    from .daemon.client import describe_filter
+
+    click.echo(describe_filter(found["filter"], zone) or "not limited by time or speaker")
+    lines = found["lines"]
+    click.secho(f"recalled lines ({len(lines)}):" if lines else "recalled lines: none", bold=True)
+    for line in lines:
+        click.echo(
+            f"  {line['score']:.3f}  {click.style(line['speaker'], bold=True)} {format_time(line['time'], zone)}  "
+            f"{line['text']}"
+        )
+    paths = found["paths"]
+    click.secho(f"tree paths ({len(paths)}):" if paths else "tree paths: none", bold=True)
+    for path in paths:
+        click.echo(f"  {path['score']:.3f}  {path['scene']} \u203a {path['event']['text']}")
+        for unit in path["units"]:
+            click.echo(f"         \u00b7 {unit['text']}")
+        for ev in path["sources"]:
+            click.secho("         \u2514 " + Evidence(**ev).cite(zone), fg="cyan")
 
 
 def _latency_summary(answers: list[Answer]) -> str:
@@ -528,13 +628,19 @@ def speakers_enroll(ctx: click.Context, name: str, recording: Path) -> None:
         click.echo(f"enrolled {sp.name!r} (speaker {sp.id}) from {len(samples) / SAMPLE_RATE:.1f} s of speech")
 
 
-def _when(value: str | None, option: str) -> float | None:
+def _when(value: str | None, option: str, zone: tzinfo = UTC) -> float | None:
+    """A time given on the command line (ISO-8601 or epoch seconds), refused naming its option.
+
+    Without an offset it is read in `zone`: UTC for export and forget as before, the configured
+    zone for ask and search."""
+    from .daemon.client import parse_when
+
     if value is None:
         return None
     try:
-        return float(value)
-    except ValueError:
-        return parse_time(value, option)
+        return parse_when(value, zone)
+    except ValueError as exc:
+        raise InputError(f"{option}: {exc}") from None
 
 
 @main.command("export")

@@ -6,6 +6,8 @@ larger than `daemon.max_body_bytes` gets 413 before it is read whole.
 
     curl --unix-socket $XDG_RUNTIME_DIR/assistant/api.sock http://assistant/status
     curl --unix-socket ... -N -d '{"question": "When is the trip?"}' http://assistant/ask
+    curl --unix-socket ... -d '{"question": "the trip", "speaker": "Sam", "since": "2026-11-16"}' \
+         http://assistant/search
 """
 
 from __future__ import annotations
@@ -16,13 +18,14 @@ import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import asdict
+from datetime import tzinfo
 from pathlib import Path as FilePath
 from typing import Annotated, Any
 
 from fastapi import FastAPI, Path, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 from starlette.concurrency import iterate_in_threadpool, run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -31,8 +34,9 @@ from ..errors import AssistantError, InputError
 from ..memory.api import MemoryStats, TreeNode
 from ..memory.archive import Selection
 from ..memory.forget import ForgetFilter
-from ..memory.records import Answer, Evidence, Speaker
+from ..memory.records import Answer, Evidence, RecallFilter, Retrieval, Speaker
 from ..memory.speakers import MAX_ID
+from .client import EARLIEST, LATEST, TIME_FORMS, check_window, parse_when
 from .daemon import Daemon, HeardEvent, QuestionState
 
 log = logging.getLogger(__name__)
@@ -43,7 +47,89 @@ NDJSON = "application/x-ndjson"
 # --- request and response bodies ---------------------------------------------------------------
 
 
-class Question(BaseModel):
+# Longer than any ISO-8601 time: a string past it is refused unread (and the schema says so).
+MAX_TIME_CHARS = 64
+MAX_SPEAKER_CHARS = 200
+
+
+def _recall_time(value: object) -> float | str | None:
+    # Checked here, so a malformed time is a 422 naming the field; read in the daemon's zone
+    # by `Recall.limits` (the day either side of the year range covers any zone's offset).
+    if value is None:
+        return None
+    if isinstance(value, str) and len(value) > MAX_TIME_CHARS:
+        raise ValueError(f"a time is at most {MAX_TIME_CHARS} characters; got {len(value):,}")
+    seconds = parse_when(value)
+    return value if isinstance(value, str) else seconds
+
+
+def _recall_speaker(value: object) -> str | int | None:
+    # One message for any wrong kind: a plain union would list why each of its arms refused.
+    if value is None:
+        return None
+    if isinstance(value, str) and len(value) <= MAX_SPEAKER_CHARS and value.strip():
+        return value
+    if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_ID:
+        return value
+    raise ValueError(
+        f"a speaker is a name (1 to {MAX_SPEAKER_CHARS} characters) or an id (a whole number from 1); got {value!r:.60}"
+    )
+
+
+# Both are checked before validation and described in the schema as the forms they accept.
+RecallTime = Annotated[
+    float | str | None,
+    BeforeValidator(_recall_time),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "number", "minimum": EARLIEST, "maximum": LATEST},
+                {"type": "string", "minLength": 1, "maxLength": MAX_TIME_CHARS},
+                {"type": "null"},
+            ]
+        }
+    ),
+]
+RecallSpeaker = Annotated[
+    str | int | None,
+    BeforeValidator(_recall_speaker),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "string", "minLength": 1, "maxLength": MAX_SPEAKER_CHARS, "pattern": r"\S"},
+                {"type": "integer", "minimum": 1, "maximum": MAX_ID},
+                {"type": "null"},
+            ]
+        }
+    ),
+]
+
+
+class Recall(BaseModel):
+    """What a question or a search may recall: a time window and one speaker, each optional."""
+
+    # Strict: `"since": true` is not a time, nor `"speaker": 1.5` a speaker.
+    model_config = ConfigDict(strict=True)
+
+    since: RecallTime = Field(
+        None,
+        description=f"Only what was said at or after this time: {TIME_FORMS}. A time without an offset "
+        "is the daemon's local time (time_zone).",
+    )
+    until: RecallTime = Field(None, description="Only what was said before this time (the same forms).")
+    speaker: RecallSpeaker = Field(None, description="Only what this speaker said: a name, or an id.")
+
+    def limits(self, zone: tzinfo) -> dict[str, Any]:
+        """The keywords `Daemon.ask`/`search` (and `Memory.prepare`/`search`) take; a time without
+        an offset is read in `zone`, the daemon's (`time_zone`), the one its answers show.
+        An empty window is an InputError (400) that shows both bounds in that zone."""
+        since = None if self.since is None else parse_when(self.since, zone)
+        until = None if self.until is None else parse_when(self.until, zone)
+        check_window(since, until, zone=zone)
+        return {"since": since, "until": until, "speaker": self.speaker}
+
+
+class Question(Recall):
     question: str = Field(min_length=1, max_length=100_000, description="What to ask the memory.")
 
 
@@ -106,9 +192,29 @@ class PathOut(BaseModel):
     sources: list[dict[str, Any]]
 
 
+class FilterOut(BaseModel):
+    since: float | None = Field(description="seconds since the epoch: only lines said at or after it")
+    until: float | None = Field(description="seconds since the epoch: only lines said before it")
+    speaker: str | None = Field(description="only this speaker's lines (their name)")
+    inferred: list[str] = Field(
+        description="the bounds read from the question's own words (since, until, speaker), not given by the caller"
+    )
+
+
+class LineOut(BaseModel):
+    utterance_id: int
+    speaker: str
+    time: float
+    text: str
+    score: float
+    found_by: list[str] = Field(description="the retrieval arms that found it (lexical, dense, tree, buffer, ...)")
+
+
 class SearchOut(BaseModel):
     question: str
     relevance: float = Field(description="best cosine between the question and anything found")
+    filter: FilterOut = Field(description="the window and speaker the recall was limited to")
+    lines: list[LineOut] = Field(description="the recalled lines, most relevant first, each inside the filter")
     paths: list[PathOut]
     short_term: list[dict[str, Any]]
 
@@ -199,6 +305,36 @@ def _evidence(e: Evidence) -> dict[str, Any]:
     return {"utterance_id": e.utterance_id, "speaker": e.speaker, "time": e.time, "text": e.text}
 
 
+def recall_filter(f: RecallFilter) -> FilterOut:
+    return FilterOut(since=f.since, until=f.until, speaker=f.speaker, inferred=list(f.inferred))
+
+
+def search_out(found: Retrieval) -> SearchOut:
+    """A retrieval as /search answers it (the CLI's `search` prints the same without a daemon)."""
+    return SearchOut(
+        question=found.question,
+        relevance=round(found.relevance, 4),
+        filter=recall_filter(found.filter),
+        lines=[
+            LineOut(**_evidence(line.evidence), score=round(line.score, 4), found_by=list(line.found_by))
+            for line in found.lines
+        ],
+        paths=[
+            PathOut(
+                score=round(p.score, 4),
+                scene=p.scene.text,
+                event=_node(TreeNode(p.event, 0.0, ())),
+                units=[_node(TreeNode(a, 0.0, ())) for a in p.amus],
+                sources=[_evidence(e) for e in p.sources],
+            )
+            for p in found.paths
+        ],
+        short_term=[
+            {"utterance_id": u.id, "speaker": u.speaker, "time": u.time, "text": u.text} for u in found.short_term
+        ],
+    )
+
+
 def _line(obj: dict[str, Any]) -> bytes:
     return (json.dumps(obj, ensure_ascii=False) + "\n").encode("utf-8")
 
@@ -217,6 +353,8 @@ def _answer_lines(items: Iterator[str | Answer]) -> Iterator[bytes]:
                         "context_tokens": item.context_tokens,
                         "retrieval_ms": round(item.retrieval_ms, 1),
                         "answer_ms": round(item.answer_ms, 1),
+                        # What the recall was limited to, the bounds read from the question included.
+                        "filter": recall_filter(item.retrieval.filter).model_dump() if item.retrieval else None,
                     }
                 )
             else:
@@ -334,8 +472,8 @@ def create_app(daemon: Daemon) -> FastAPI:
         return JSONResponse({"error": str(exc.detail)}, status_code=exc.status_code, headers=exc.headers)
 
     def blocking(fn: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
-        async def run(*args: Any) -> Any:
-            return await run_in_threadpool(fn, *args)
+        async def run(*args: Any, **kwargs: Any) -> Any:
+            return await run_in_threadpool(fn, *args, **kwargs)
 
         return run
 
@@ -352,9 +490,10 @@ def create_app(daemon: Daemon) -> FastAPI:
         responses={**errors, 200: {"content": {NDJSON: {}}}},
     )
     async def ask(body: Question) -> StreamingResponse:
-        # Checked before streaming starts, so a bad question is a 400, not an error line.
-        await blocking(daemon.memory.check_question)(body.question)
-        return StreamingResponse(iterate_in_threadpool(_answer_lines(daemon.ask(body.question))), media_type=NDJSON)
+        # Retrieval runs before streaming starts, so a bad question or filter (an unknown speaker,
+        # since not before until) is a 400, not an error line.
+        answer = await blocking(daemon.ask)(body.question, **body.limits(daemon.settings.zone))
+        return StreamingResponse(iterate_in_threadpool(_answer_lines(answer)), media_type=NDJSON)
 
     @app.get(
         "/utterances/stream",
@@ -423,15 +562,24 @@ def create_app(daemon: Daemon) -> FastAPI:
 
     @app.post(
         "/push-to-talk/stop",
-        summary="Stop recording; the question's transcript, then its answer, stream as NDJSON",
+        summary="Stop recording; the question's transcript, then its answer, stream as NDJSON "
+        "(the optional body limits what it recalls, as for /ask)",
         responses={**errors, 200: {"content": {NDJSON: {}}}},
     )
-    async def ptt_stop() -> StreamingResponse:
+    async def ptt_stop(body: Recall | None = None) -> StreamingResponse:
         question = await blocking(daemon.stop_question)()
 
         def lines() -> Iterator[bytes]:
             yield _line({"type": "question", "text": question})
-            yield from _answer_lines(daemon.ask(question))
+            try:
+                limits = body.limits(daemon.settings.zone) if body is not None else {}
+                answer = daemon.ask(question, **limits)
+            except AssistantError as exc:
+                # The recording is over either way: the client sees what was heard, and why
+                # it was not answered (an unknown speaker, say), rather than losing both.
+                yield _line({"type": "error", "error": str(exc)})
+                return
+            yield from _answer_lines(answer)
 
         return StreamingResponse(iterate_in_threadpool(lines()), media_type=NDJSON)
 
@@ -461,28 +609,12 @@ def create_app(daemon: Daemon) -> FastAPI:
     @app.post(
         "/search",
         response_model=SearchOut,
-        summary="What an answer would see: retrieved paths and recent speech, without asking the LLM",
+        summary="What an answer would see: the recalled lines, retrieved paths and recent speech, and the "
+        "filter applied, without asking the LLM",
         responses=errors,
     )
     async def search(body: Question) -> SearchOut:
-        found = await blocking(daemon.search)(body.question)
-        return SearchOut(
-            question=found.question,
-            relevance=round(found.relevance, 4),
-            paths=[
-                PathOut(
-                    score=round(p.score, 4),
-                    scene=p.scene.text,
-                    event=_node(TreeNode(p.event, 0.0, ())),
-                    units=[_node(TreeNode(a, 0.0, ())) for a in p.amus],
-                    sources=[_evidence(e) for e in p.sources],
-                )
-                for p in found.paths
-            ],
-            short_term=[
-                {"utterance_id": u.id, "speaker": u.speaker, "time": u.time, "text": u.text} for u in found.short_term
-            ],
-        )
+        return search_out(await blocking(daemon.search)(body.question, **body.limits(daemon.settings.zone)))
 
     @app.post(
         "/export",

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator
+from datetime import UTC, datetime, tzinfo
 from typing import Any
 from urllib.parse import quote
 
@@ -11,6 +13,7 @@ import httpx
 
 from ..config import Settings
 from ..errors import InputError
+from ..memory.records import format_time
 from .instance import DaemonError, running_pid, socket_path
 
 HOW_TO_START = (
@@ -19,8 +22,91 @@ HOW_TO_START = (
 )
 
 
+# The years a datetime holds, a day in from either end so that showing a bound in any time zone
+# stays inside them: a bound outside could be neither compared as a date nor shown.
+EARLIEST = datetime(1, 1, 2, tzinfo=UTC).timestamp()
+LATEST = datetime(9999, 12, 30, tzinfo=UTC).timestamp()
+TIME_FORMS = (
+    "an ISO-8601 date (2026-11-16) or date and time (2026-11-16T09:00 or 2026-11-16 09:00, "
+    "optionally with an offset such as Z or +01:00), or seconds since the epoch"
+)
+
+
 class NotRunning(DaemonError):
     pass
+
+
+def parse_when(value: object, zone: tzinfo = UTC) -> float:
+    """A time limiting what a question or search recalls, as seconds since the epoch.
+
+    One rule for every client (the CLI's --since/--until, the TUI's filter row, the API's
+    `since`/`until`): a number is seconds since the epoch; a string is that number written out,
+    or an ISO-8601 date or date and time, read in `zone` unless it names its own offset. Recall
+    passes the configured zone (`time_zone`), the one answers show times in, so "2026-11-16"
+    is the user's own day. A ValueError says what was wrong; the caller says where.
+    """
+    shown = _shown(value)
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ValueError(f"{shown} is not a time; give {TIME_FORMS}")
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            seconds = float(text)
+        except ValueError:
+            try:
+                when = datetime.fromisoformat(text.upper().replace("Z", "+00:00"))
+            except ValueError:
+                raise ValueError(f"{shown} is not a time; give {TIME_FORMS}") from None
+            seconds = (when if when.tzinfo is not None else when.replace(tzinfo=zone)).timestamp()
+    else:
+        try:
+            seconds = float(value)
+        except OverflowError:  # an integer with hundreds of digits
+            seconds = math.inf
+    if not EARLIEST <= seconds <= LATEST:  # NaN fails this too
+        raise ValueError(f"{shown} is outside the years 1 to 9999")
+    return seconds
+
+
+def _shown(value: object) -> str:
+    # An error echoes what it refused, but a pasted page (or a 400-digit number) only in part.
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def check_window(
+    since: float | None,
+    until: float | None,
+    names: tuple[str, str] = ("since", "until"),
+    zone: tzinfo | None = None,
+) -> None:
+    """Refuse an empty window before anything is sent or loaded, naming the bounds as the user gave them."""
+    if since is not None and until is not None and since >= until:
+        raise InputError(
+            f"{names[0]} ({format_time(since, zone)}) must be before {names[1]} ({format_time(until, zone)})"
+        )
+
+
+def describe_filter(f: dict[str, Any] | None, zone: tzinfo | None = None) -> str | None:
+    """A response's `filter` in words: "limited to Sam, from 2026-11-16 00:00 WET, before ... (read
+    from the question: since)"; None when nothing limited the recall. Times in `zone` (None = the
+    system's)."""
+    if not f or (f.get("since") is None and f.get("until") is None and f.get("speaker") is None):
+        return None
+    parts = [str(f["speaker"])] if f.get("speaker") else []
+    if f.get("since") is not None:
+        parts.append(f"from {format_time(f['since'], zone)}")
+    if f.get("until") is not None:
+        parts.append(f"before {format_time(f['until'], zone)}")
+    inferred = list(f.get("inferred") or ())
+    return "limited to " + ", ".join(parts) + (f" (read from the question: {', '.join(inferred)})" if inferred else "")
+
+
+def recall_body(
+    since: float | None = None, until: float | None = None, speaker: str | int | None = None
+) -> dict[str, Any]:
+    """The limits of a question or a search as the API takes them: only those that are set."""
+    return {k: v for k, v in (("since", since), ("until", until), ("speaker", speaker)) if v is not None}
 
 
 class DaemonClient:
@@ -87,9 +173,30 @@ class DaemonClient:
     def status(self) -> dict[str, Any]:
         return self._call("GET", "/status")
 
-    def ask(self, question: str) -> Iterator[dict[str, Any]]:
-        """NDJSON events: {"type": "token", "text"}... then {"type": "answer", ...} (or "error")."""
-        return self._stream("/ask", {"question": question})
+    def ask(
+        self,
+        question: str,
+        *,
+        since: float | None = None,
+        until: float | None = None,
+        speaker: str | int | None = None,
+    ) -> Iterator[dict[str, Any]]:
+        """NDJSON events: {"type": "token", "text"}... then {"type": "answer", ...} (or "error").
+
+        `since`/`until` (seconds since the epoch) and `speaker` (a name or id) limit what it recalls.
+        """
+        return self._stream("/ask", {"question": question, **recall_body(since, until, speaker)})
+
+    def search(
+        self,
+        question: str,
+        *,
+        since: float | None = None,
+        until: float | None = None,
+        speaker: str | int | None = None,
+    ) -> dict[str, Any]:
+        """What an answer would see (POST /search): the recalled lines, the paths, the filter applied."""
+        return self._call("POST", "/search", {"question": question, **recall_body(since, until, speaker)})
 
     def utterances(self) -> Iterator[dict[str, Any]]:
         return self._stream("/utterances/stream", method="GET")

@@ -395,15 +395,31 @@ class Daemon:
         source = self._source
         return source.problem if source is not None else None
 
-    def ask(self, question: str) -> Iterator[str | Answer]:
-        """Stream an answer: retrieval on the writer, generation under the LLM lock outside it."""
-        prepared = self.writer.call(self.memory.prepare, question)
-        if prepared.prompt is None:
-            # Nothing relevant: the answer needs no LLM, so it must not queue behind those that do.
-            yield from self.memory.answer_stream(prepared)
-            return
-        with self._llm_lock:
-            yield from self.memory.answer_stream(prepared)
+    def ask(
+        self,
+        question: str,
+        *,
+        since: float | None = None,
+        until: float | None = None,
+        speaker: str | int | None = None,
+    ) -> Iterator[str | Answer]:
+        """Retrieve now, on the writer; the answer then streams from the returned iterator.
+
+        Retrieval happens before the first item is asked for, so a bad question or filter (an
+        unknown speaker, since not before until) raises here, before a response has begun.
+        `since`/`until` (seconds since the epoch) and `speaker` (a name or id) limit the recall.
+        """
+        prepared = self.writer.call(self.memory.prepare, question, since=since, until=until, speaker=speaker)
+
+        def generate() -> Iterator[str | Answer]:
+            if prepared.prompt is None:
+                # Nothing relevant: the answer needs no LLM, so it must not queue behind those that do.
+                yield from self.memory.answer_stream(prepared)
+                return
+            with self._llm_lock:
+                yield from self.memory.answer_stream(prepared)
+
+        return generate()
 
     def pause(self) -> None:
         self.paused = True
@@ -432,8 +448,15 @@ class Daemon:
         self.listener.reload_voices()
         return speaker
 
-    def search(self, question: str) -> Retrieval:
-        return self.writer.call(self.memory.search, question)
+    def search(
+        self,
+        question: str,
+        *,
+        since: float | None = None,
+        until: float | None = None,
+        speaker: str | int | None = None,
+    ) -> Retrieval:
+        return self.writer.call(self.memory.search, question, since=since, until=until, speaker=speaker)
 
     def tree(self) -> list[TreeNode]:
         return self.writer.call(self.memory.tree)

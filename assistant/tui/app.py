@@ -84,6 +84,8 @@ class AssistantApp(App[None]):
         Binding("f6", "export", "Export", id="export", tooltip="Write the memory to a file"),
         Binding("f7", "forget", "Forget", id="forget", tooltip="Forget by speaker, time or words"),
         Binding("f8", "toggle_theme", "Theme", id="theme", tooltip="Light or dark"),
+        # Not in the footer (it is full at 80 columns): the filter row itself shows this key.
+        Binding("ctrl+l", "limit", "Limit", show=False, id="limit", tooltip="Limit questions by speaker and time"),
     ]
 
     def __init__(self, config: Path | None = None, *, settings: Settings | None = None) -> None:
@@ -197,6 +199,7 @@ class AssistantApp(App[None]):
         self.main.query_one(StatusBar).show_status(status)
         self.memory_pane.show_budget(status["memory"])
         self.speakers_pane.show_speakers(status["speakers"])
+        self.chat.recall.show_speakers(status["speakers"])
         self.transcript.rename({sp["id"]: sp["name"] for sp in status["speakers"]})
 
     @on(DaemonLost)
@@ -247,12 +250,12 @@ class AssistantApp(App[None]):
 
     @on(ChatPane.Ask)
     def ask_question(self, message: ChatPane.Ask) -> None:
-        self.ask(message.question)
+        self.ask(message.question, message.recall)
 
     @work(group="ask")
-    async def ask(self, question: str) -> None:
+    async def ask(self, question: str, recall: dict[str, Any] | None = None) -> None:
         answer = self.chat.start_answer(question)
-        await self._stream(answer, self.client.ask(question))
+        await self._stream(answer, self.client.ask(question, **(recall or {})))
 
     async def _stream(self, answer: AnswerView, lines: Any) -> None:
         try:
@@ -275,6 +278,7 @@ class AssistantApp(App[None]):
         elif kind == "answer":
             answer.finish(line["text"], knows=line.get("knows", True))
             self.chat.add_evidence(answer, line.get("evidence", []))
+            self.chat.add_filter(answer, line.get("filter"))
         elif kind == "error":
             answer.fail(line.get("error", "the daemon could not answer"))
         self.chat.log_view.scroll_end(animate=False)
@@ -322,7 +326,14 @@ class AssistantApp(App[None]):
         self.recording_since = None
         self._tick_recording()
         answer: AnswerView | None = None
-        lines = self.client.ptt_stop()
+        try:
+            recall = self.chat.recall.limits()
+        except AssistantError as exc:
+            # The recording is stopped either way; losing the spoken question to a typo in the
+            # filter row would be worse than answering it unlimited, and saying so.
+            self.chat.add_notice(f"Push-to-talk: the limit is not usable ({exc}); asked without it.", error=True)
+            recall = {}
+        lines = self.client.ptt_stop(**recall)
         try:
             async for line in lines:
                 if line.get("type") == "question":
@@ -458,6 +469,13 @@ class AssistantApp(App[None]):
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
 
+    def action_limit(self) -> None:
+        self.action_show_tab("chat")
+        self.chat.recall.focus_first()
+
+    def clear_limit(self) -> None:
+        self.chat.recall.action_clear()
+
     def action_show_tab(self, tab: str) -> None:
         self.main.query_one(TabbedContent).active = tab
         if tab == "chat":
@@ -492,6 +510,8 @@ class AssistantApp(App[None]):
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         yield SystemCommand("Ask: focus the question box", "Type a question", lambda: self.action_show_tab("chat"))
+        yield SystemCommand("Limit questions", "To one speaker and a time window (ctrl+l)", self.action_limit)
+        yield SystemCommand("Clear the limit", "Ask about anyone, any time (ctrl+r in the row)", self.clear_limit)
         yield SystemCommand("Push-to-talk", "Start or stop a spoken question (ctrl+t)", self.action_push_to_talk)
         yield SystemCommand("Cancel recording", "Drop the spoken question (Escape)", self.action_cancel_recording)
         yield SystemCommand(

@@ -14,7 +14,10 @@ from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import Input, Label, ListItem, ListView, Static
 
+from ..daemon.client import describe_filter
+from ..errors import InputError
 from ..memory.records import format_time
+from .recall import RecallBar
 
 
 class QuestionView(Static):
@@ -57,6 +60,13 @@ class AnswerView(Static):
         self.update(Text((self.text + "\n" if self.text else "") + f"✖ {message}"))
 
 
+class FilterNote(Static):
+    """What an answer's recall was limited to: the row's limits and those read from the question."""
+
+    def __init__(self, described: str) -> None:
+        super().__init__(Text(described), classes="filter-note")
+
+
 class EvidenceItem(ListItem):
     def __init__(self, evidence: dict[str, Any], zone: tzinfo | None = None) -> None:
         self.evidence = evidence
@@ -73,11 +83,12 @@ class EvidenceList(ListView):
 
 class ChatPane(Vertical):
     class Ask(Message):
-        """The user submitted a question that passed the local checks."""
+        """The user submitted a question that passed the local checks, with the filter row's limits."""
 
-        def __init__(self, question: str) -> None:
+        def __init__(self, question: str, recall: dict[str, Any] | None = None) -> None:
             super().__init__()
             self.question = question
+            self.recall = recall or {}
 
     def __init__(self, *, max_chars: int, zone: tzinfo | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -90,6 +101,7 @@ class ChatPane(Vertical):
             id="chat-log",
         )
         yield Static("", id="recording")
+        yield RecallBar(zone=self.zone, id="recall")
         yield Input(placeholder="Ask a question…", id="question")
 
     @property
@@ -99,6 +111,14 @@ class ChatPane(Vertical):
     @property
     def input(self) -> Input:
         return self.query_one("#question", Input)
+
+    @property
+    def recall(self) -> RecallBar:
+        return self.query_one(RecallBar)
+
+    def on_recall_bar_done(self, event: RecallBar.Done) -> None:
+        event.stop()
+        self.input.focus()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id != "question":
@@ -117,8 +137,14 @@ class ChatPane(Vertical):
             )
             event.input.value = ""
             return
+        try:
+            recall = self.recall.limits()
+        except InputError as exc:
+            # The question stays in the box: fixing the limit (ctrl+l) and pressing Enter asks it.
+            self.add_notice(f"The limit is not usable: {exc}. Nothing was sent.", error=True)
+            return
         event.input.value = ""
-        self.post_message(self.Ask(question))
+        self.post_message(self.Ask(question, recall))
 
     def add_notice(self, text: str, *, error: bool = False) -> Notice:
         notice = Notice(text, error=error)
@@ -131,6 +157,12 @@ class ChatPane(Vertical):
         self.log_view.mount(QuestionView(question, spoken=spoken), answer)
         self.log_view.scroll_end(animate=False)
         return answer
+
+    def add_filter(self, answer: AnswerView, applied: dict[str, Any] | None) -> None:
+        """Say under the answer what its recall was limited to (nothing when it was not)."""
+        described = describe_filter(applied, self.zone)
+        if described:
+            self.log_view.mount(FilterNote(described), after=answer)
 
     def add_evidence(self, answer: AnswerView, evidence: list[dict[str, Any]]) -> None:
         if not evidence:

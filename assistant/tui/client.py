@@ -15,6 +15,7 @@ from urllib.parse import quote
 
 import httpx
 
+from ..daemon.client import recall_body
 from ..errors import AssistantError
 
 
@@ -74,12 +75,30 @@ class AsyncDaemonClient:
     async def status(self) -> dict[str, Any]:
         return await self._call("GET", "/status")
 
-    def ask(self, question: str) -> AsyncIterator[dict[str, Any]]:
-        """{"type": "token"}... then {"type": "answer", ...} or {"type": "error"}."""
-        return self._lines("/ask", {"question": question})
+    def ask(
+        self,
+        question: str,
+        *,
+        since: float | None = None,
+        until: float | None = None,
+        speaker: str | int | None = None,
+    ) -> AsyncIterator[dict[str, Any]]:
+        """{"type": "token"}... then {"type": "answer", ..., "filter"} or {"type": "error"}.
 
-    async def search(self, question: str) -> dict[str, Any]:
-        return await self._call("POST", "/search", {"question": question})
+        `since`/`until` (seconds since the epoch) and `speaker` (a name or id) limit what it recalls.
+        """
+        return self._lines("/ask", {"question": question, **recall_body(since, until, speaker)})
+
+    async def search(
+        self,
+        question: str,
+        *,
+        since: float | None = None,
+        until: float | None = None,
+        speaker: str | int | None = None,
+    ) -> dict[str, Any]:
+        """The recalled lines, the paths and the `filter` applied (its bounds read from the question too)."""
+        return await self._call("POST", "/search", {"question": question, **recall_body(since, until, speaker)})
 
     def utterances(self) -> AsyncIterator[dict[str, Any]]:
         return self._lines("/utterances/stream", method="GET")
@@ -100,9 +119,12 @@ class AsyncDaemonClient:
     async def ptt_cancel(self) -> dict[str, Any]:
         return await self._call("POST", "/push-to-talk/cancel")
 
-    def ptt_stop(self) -> AsyncIterator[dict[str, Any]]:
-        """{"type": "question", "text"}, then the answer's lines as for `ask`."""
-        return self._lines("/push-to-talk/stop")
+    def ptt_stop(
+        self, *, since: float | None = None, until: float | None = None, speaker: str | int | None = None
+    ) -> AsyncIterator[dict[str, Any]]:
+        """{"type": "question", "text"}, then the answer's lines as for `ask`, limited the same way."""
+        limits = recall_body(since, until, speaker)
+        return self._lines("/push-to-talk/stop", limits or None)
 
     async def speakers(self) -> list[dict[str, Any]]:
         return await self._call("GET", "/speakers")

@@ -329,6 +329,7 @@ HELP = """\
 | key | what it does |
 |---|---|
 | **Enter** | ask the question in the box |
+| **ctrl+l** | limit questions by speaker and time (ctrl+r clears) |
 | **ctrl+t** | push-to-talk: start recording a spoken question; again to stop and ask |
 | **Escape** | cancel the recording (or close a dialog) |
 | **F2 / F3 / F4** | chat / memory / speakers |
@@ -341,7 +342,9 @@ HELP = """\
 | **ctrl+q** | quit (the daemon keeps running) |
 
 **Chat** — answers stream in with their evidence; select a piece of evidence (arrows, Enter) to
-read the transcript around it.
+read the transcript around it. The row above the box limits what questions recall: a speaker,
+and since/until (2026-11-16 or 2026-11-16 14:00, local time); under each answer, what it was
+limited to, including what was read from the question itself ("last week").
 **Memory** — *d* forgets the selected node and everything under it (after a confirmation);
 type in the filter box to show only matching nodes. The gauge is the memory's token budget.
 **Speakers** — *n* renames the selected voice, *m* merges two labels that are one voice.
