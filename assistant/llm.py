@@ -2,6 +2,10 @@
 
 Each model file is loaded once per process. A tokenizer-only handle (`vocab_only`) serves the
 token budget when no generation is needed, so extractive ingest never pays for the weights.
+
+When the environment variable ASSISTANT_LLM_LOAD_LOG names a file, every load of the weights (an
+`LLM`, not a `Tokenizer`) appends one line to it: the process id and the model. The test suite
+sets it to show which tests load the LLM, so `pytest -m "not slow"` can prove it loads none.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from .config import LLMOptions
 from .errors import ModelError
 
 log = logging.getLogger(__name__)
+
+LOAD_LOG_ENV = "ASSISTANT_LLM_LOAD_LOG"
 
 Message = dict[str, str]
 
@@ -118,6 +124,7 @@ class LLM:
         self.name = source
         self.usage = Usage()
         self._lock = threading.Lock()
+        _log_load(source)
 
     def count(self, text: str) -> int:
         with self._lock:
@@ -155,6 +162,14 @@ class LLM:
                 if piece:
                     self.usage.completion_tokens += 1
                     yield piece
+
+
+def _log_load(source: str) -> None:
+    path = os.environ.get(LOAD_LOG_ENV)
+    if path:
+        # One short append per load: lines from concurrent processes do not interleave.
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(f"{os.getpid()}\t{source}\n")
 
 
 _OPEN: list[Any] = []

@@ -1,5 +1,9 @@
 from __future__ import annotations
 
+import os
+import tempfile
+from collections import Counter
+from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
@@ -8,13 +12,61 @@ import pytest
 
 from assistant import locations
 from assistant.config import load_settings
+from assistant.llm import LOAD_LOG_ENV
 from assistant.memory.api import Memory
 from assistant.memory.records import Level
 
 # Models are installed once per machine (`assistant models install`); tests read them from the
 # real location while everything else they write goes to a temporary directory.
 MODELS_DIR = str(locations.default_models_dir())
-LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo-dev" / "locomo-dev.json"
+
+
+# --- which tests load the LLM's weights ----------------------------------------------------------
+# assistant/llm.py appends a line to $ASSISTANT_LLM_LOAD_LOG for every load of the weights, in this
+# process or in any subprocess (daemons, `assistant ask`), which inherit the variable. A run that
+# deselects the slow tests must load none: that is what the `slow` marker promises.
+
+_LOADS = pytest.StashKey[list[str]]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    fd, path = tempfile.mkstemp(prefix="assistant-llm-loads-", suffix=".log")
+    os.close(fd)
+    os.environ[LOAD_LOG_ENV] = path
+    config.stash[_LOADS] = []
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    Path(os.environ.pop(LOAD_LOG_ENV, "")).unlink(missing_ok=True)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, None, None]:
+    log = Path(os.environ[LOAD_LOG_ENV])
+    before = log.stat().st_size
+    yield
+    with log.open("rb") as fh:
+        fh.seek(before)
+        # A module's shared daemon loads during its first test's setup, and counts for that test.
+        item.config.stash[_LOADS].extend(item.nodeid for _ in fh.read().splitlines())
+
+
+def _no_slow(config: pytest.Config) -> bool:
+    return "not slow" in (config.option.markexpr or "")
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if _no_slow(session.config) and session.config.stash[_LOADS] and session.exitstatus == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    loads = Counter(config.stash[_LOADS])
+    terminalreporter.write_line(f"LLM weights loaded {sum(loads.values())} times")
+    for test, count in loads.most_common():
+        terminalreporter.write_line(f"  {count}x {test}")
+    if loads and _no_slow(config):
+        terminalreporter.write_line("error: -m 'not slow' loaded the LLM: mark those tests slow", red=True)
 
 
 @pytest.fixture(autouse=True)

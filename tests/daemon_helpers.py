@@ -84,16 +84,27 @@ class DaemonProcess:
         return env
 
     def start(
-        self, source: Path | None = None, *, wait: float = 300, fake_mic: Playlist | None = None
+        self,
+        source: Path | None = None,
+        *,
+        wait: float = 300,
+        fake_mic: Playlist | None = None,
+        stdin: Path | None = None,
     ) -> DaemonProcess:
-        """Start on `source`, or with none on the microphone: `fake_mic`'s when given (kept for restarts)."""
+        """Start on `source`, or with none on the microphone: `fake_mic`'s when given (kept for restarts).
+
+        `stdin` (raw 16 kHz mono s16le PCM) is heard as `--source -`: as fast as it can be read,
+        not at the pace of speech, so segments arrive faster than they can be transcribed.
+        """
         if fake_mic is not None:
             self.fake_mic = fake_mic
         args = [sys.executable, "-m", "assistant", "--config", str(self.config), "-v", "daemon"]
-        if source is not None:
+        if stdin is not None:
+            args += ["--source", "-"]
+        elif source is not None:
             args += ["--source", str(source)]
-        with open(self.log, "ab") as log:
-            self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=self.env())
+        with open(self.log, "ab") as log, open(stdin or os.devnull, "rb") as pcm:
+            self.process = subprocess.Popen(args, stdin=pcm, stdout=log, stderr=subprocess.STDOUT, env=self.env())
         _STARTED.append(self)
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline:

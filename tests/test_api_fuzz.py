@@ -211,6 +211,7 @@ def _live_stream_answers(daemon: DaemonProcess) -> dict[str, Any]:
     return hello
 
 
+@pytest.mark.slow
 def test_inputs_the_fuzzer_found_are_refused_with_4xx(daemon: DaemonProcess) -> None:
     """Each of these was a 500 (an exception escaping a handler) until api.py was fixed."""
     with daemon.client() as c:
@@ -240,6 +241,7 @@ def test_inputs_the_fuzzer_found_are_refused_with_4xx(daemon: DaemonProcess) -> 
         assert c.get("/status").status_code == 200
 
 
+@pytest.mark.slow
 def test_the_api_survives_fuzzing_from_its_own_description(daemon: DaemonProcess) -> None:
     with daemon.client() as c:
         raw = c.get("/openapi.json").json()

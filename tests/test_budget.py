@@ -12,7 +12,8 @@ from assistant.memory.budget import enforce_budget, utility
 from assistant.memory.records import Level
 from assistant.transcripts import read_conversations
 
-from .conftest import LOCOMO, check_invariants, open_memory
+from .conftest import check_invariants, open_memory
+from .requirements import need_locomo
 
 SPEAKERS = ["Ana", "Bo", "Chen", "Dara"]
 WORDS = (
@@ -58,7 +59,7 @@ def test_utility_follows_equation_1():
 
 
 def test_locomo_conv26_streams_within_a_small_budget(tmp_path):
-    conv = next(c for c in read_conversations(LOCOMO) if c.name == "conv-26")
+    conv = next(c for c in read_conversations(need_locomo()) if c.name == "conv-26")
     assert len(conv.utterances) == 419
     mem = open_memory(tmp_path, budget=400)
     try:

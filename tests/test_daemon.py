@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import stat
@@ -17,6 +18,7 @@ import pytest
 
 from assistant.store.db import _sqlite_module
 
+from .audio_helpers import silence, sox
 from .daemon_helpers import PART_ONE, PART_TWO, Transcript, daemon_config, kill_leftovers, make_recording, settled
 
 
@@ -87,32 +89,48 @@ def test_sigkill_mid_ingest_loses_nothing_acknowledged(tmp_path, recordings):
     assert d.stop() == 0
 
 
+# A word of each of PART_ONE's turns that whisper spells one way (not "fourteenth", at times "14th").
+PART_ONE_WORDS = ("lisbon", "fly", "slides", "finance", "looking", "sister")
+
+
+def _turns_stored(data_dir: Path) -> dict[str, int]:
+    """How many stored utterances hold each turn's word."""
+    texts = [set(re.findall(r"[a-z]+", t.lower())) for t in _stored(data_dir).values()]
+    return {w: sum(w in t for t in texts) for w in PART_ONE_WORDS}
+
+
+@pytest.mark.slow
 def test_sigterm_spools_what_is_left_and_the_next_start_files_it(tmp_path, recordings):
     one, _ = recordings
+    # Raw PCM on stdin is read as fast as it comes, so the six turns are cut into segments in well
+    # under a second while each takes whisper a second or more: with room for one segment in
+    # memory, the rest wait on disk, and a stop with no time to file anything must spool them all.
+    pcm = tmp_path / "one.raw"
+    sox(one, "-t", "raw", "-e", "signed", "-b", "16", "-r", "16000", "-c", "1", pcm)
     d = daemon_config(tmp_path / "d", extra="  queue_segments: 1\n  stop_seconds: 0\n")
-    d.start(one)
-    transcript = Transcript(d)
-    transcript.wait(1)
+    d.start(stdin=pcm)
+    d.wait_for(lambda s: s["spooled_segments"] >= 2, "segments to wait on disk", timeout=60)
     started = time.monotonic()
     assert d.stop(timeout=30) == 0
     assert time.monotonic() - started < 30  # systemd's TimeoutStopSec
-    transcript.close()
     log = d.log.read_text()
     assert "stopped" in log and "Traceback" not in log
     spooled = sorted((d.data_dir / "spool").glob("*.wav"))
-    # Restarting with no new source: the spool is transcribed first, then deleted.
-    d.start(None if not spooled else _silence(tmp_path))
-    d.wait_for(lambda s: s["spooled_segments"] == 0 and s["queued_segments"] == 0, "the spool to drain")
+    assert len(spooled) >= 2, log
+    before = _turns_stored(d.data_dir)
+    assert 0 in before.values(), before  # some turns exist only in the spool
+
+    # The next start (on a second of silence) transcribes the spool first, then deletes it.
+    d.start(silence(tmp_path / "quiet.wav", 1.0))
+    d.wait_for(lambda s: settled(s) and s["spooled_segments"] == 0, "the spool to drain")
     assert not list((d.data_dir / "spool").glob("*.wav"))
+    assert "spooled speech segment(s) from the last run will be transcribed first" in d.log.read_text()
+    # Every turn's words are stored, once: nothing lost, nothing filed twice.
+    assert _turns_stored(d.data_dir) == dict.fromkeys(PART_ONE_WORDS, 1), _stored(d.data_dir)
     assert d.stop() == 0
 
 
-def _silence(tmp_path: Path) -> Path:
-    from .audio_helpers import silence
-
-    return silence(tmp_path / "quiet.wav", 2.0)
-
-
+@pytest.mark.slow
 def test_sighup_reloads_the_config_and_a_bad_one_changes_nothing(running):
     before = running.status()["memory"]["token_budget"]
     original = running.config.read_text()
@@ -131,6 +149,7 @@ def test_sighup_reloads_the_config_and_a_bad_one_changes_nothing(running):
         running.wait_for(lambda s: s["memory"]["token_budget"] == before, "the restore", timeout=30)
 
 
+@pytest.mark.slow
 def test_socket_is_private_to_its_owner(running):
     mode = stat.S_IMODE(running.socket.stat().st_mode)
     assert mode == 0o600
@@ -156,6 +175,7 @@ def test_socket_is_private_to_its_owner(running):
     assert os.waitstatus_to_exitcode(status) == 13
 
 
+@pytest.mark.slow
 def test_bad_requests_get_4xx_with_a_message(running):
     with running.client() as c:
         huge = c.post(
@@ -182,6 +202,7 @@ def test_bad_requests_get_4xx_with_a_message(running):
         assert c.get("/status").status_code == 200  # and it is still up
 
 
+@pytest.mark.slow
 def test_tcp_listener_needs_the_token(tmp_path, recordings):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -198,6 +219,7 @@ def test_tcp_listener_needs_the_token(tmp_path, recordings):
         assert d.stop() == 0
 
 
+@pytest.mark.slow
 def test_cli_is_a_client_of_the_daemon(running):
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -212,8 +234,14 @@ def test_cli_is_a_client_of_the_daemon(running):
     assert out.returncode == 0, out.stderr
     assert "memory:" in out.stdout and "/ " in out.stdout
     assert "paused" in cli("pause").stdout
-    assert running.status()["state"] == "paused"
-    assert "listening" in cli("resume").stdout or "source ended" in cli("status").stdout
+    assert running.status()["state"] == "paused" and running.status()["paused"] is True
+    assert (running.data_dir / "paused").exists()  # kept across a restart
+    # Resumed: no longer paused, so listening, or done if its recording has ended meanwhile.
+    resumed = cli("resume").stdout
+    state = running.status()
+    assert state["paused"] is False and state["state"] in ("listening", "source ended"), state
+    assert resumed in ("the daemon is listening\n", "the daemon is source ended\n"), resumed
+    assert not (running.data_dir / "paused").exists()  # the next start listens too
     # The database belongs to the daemon: a command that would write it directly refuses.
     refused = cli("delete", "1")
     assert refused.returncode == 4 and "stop the daemon first" in refused.stderr
@@ -241,6 +269,7 @@ def test_cli_without_a_daemon_says_how_to_start_one(tmp_path):
     assert out.returncode == 0 and (d.data_dir / "paused").exists()
 
 
+@pytest.mark.slow
 def test_a_second_daemon_on_the_same_data_is_refused(running, recordings):
     second = subprocess.run(
         [sys.executable, "-m", "assistant", "--config", str(running.config), "daemon", "--source", str(recordings[1])],

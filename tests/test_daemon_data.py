@@ -24,13 +24,16 @@ def conversation(tmp_path_factory):
     return make_recording(tmp_path_factory.mktemp("audio"), PART_ONE)
 
 
+@pytest.mark.slow
 def test_forgetting_a_voice_while_listening_loses_nothing_else(tmp_path, conversation):
     d = daemon_config(tmp_path / "d")
     d.start(conversation)
     transcript = Transcript(d)
-    transcript.wait(2)
+    transcript.wait(3)  # Sam, Priya, Sam: the first voice has said two things
     speakers = {e["speaker_id"] for e in transcript.events}
     first = transcript.events[0]["speaker_id"]
+    # Heard before the forget was asked for, so the forget must take every one of them.
+    before = list(transcript.events)
     with d.client() as c:
         dry = c.post("/forget", json={"speaker": str(first)}).json()
         assert dry["utterances"] >= 1 and dry["examples"]
@@ -44,12 +47,15 @@ def test_forgetting_a_voice_while_listening_loses_nothing_else(tmp_path, convers
     # Every utterance of the other voice, heard before, during and after the forget, is there.
     for e in others:
         assert stored.get(e["utterance_id"]) == e["text"]
-    # What the forgotten voice said before the forget is gone.
-    forgotten = [e for e in transcript.events if e["speaker_id"] == first and e["utterance_id"] in stored]
-    assert all(e["utterance_id"] not in stored for e in transcript.events[:1]), forgotten
+    # Everything the forgotten voice said before the forget is gone (an id may be reused by
+    # what was heard later, so compare the words too).
+    forgotten = [e for e in before if e["speaker_id"] == first]
+    assert len(forgotten) >= 2, before
+    assert [e for e in forgotten if stored.get(e["utterance_id"]) == e["text"]] == [], forgotten
     assert d.stop() == 0
 
 
+@pytest.mark.slow
 def test_export_and_import_through_the_daemon(tmp_path, conversation):
     d = daemon_config(tmp_path / "d")
     d.start(conversation)
@@ -80,6 +86,7 @@ def test_export_and_import_through_the_daemon(tmp_path, conversation):
     assert d.stop() == 0
 
 
+@pytest.mark.slow
 def test_quiet_hours_hear_nothing(tmp_path, conversation):
     now = datetime.now()
     span = f"{(now - timedelta(minutes=5)):%H:%M}-{(now + timedelta(minutes=30)):%H:%M}"

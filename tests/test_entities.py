@@ -207,11 +207,18 @@ def test_gliner_spans_and_triplets_come_from_the_text(gliner_dir: Path) -> None:
 
 
 def test_gliner_through_make_extractor(gliner_dir: Path, spacy_dir: Path) -> None:
-    a = make_extractor("gliner", spacy_model=spacy_dir, gliner_model=gliner_dir, labels=LABELS, threshold=0.99)
+    a = make_extractor("gliner", spacy_model=spacy_dir, gliner_model=gliner_dir, labels=LABELS, threshold=0.0)
     b = make_extractor("gliner", spacy_model=spacy_dir, gliner_model=str(gliner_dir), labels=LABELS, threshold=0.99)
     assert isinstance(a, GlinerTripletExtractor) and isinstance(b, GlinerTripletExtractor)
     assert a.model is b.model
-    assert isinstance(a.extract([CAROLINE]), list)
+    # The configured labels and threshold reach the model: what it extracts is what the
+    # extractor built directly with them extracts, and a higher threshold keeps fewer spans.
+    direct = GlinerTripletExtractor(gliner_dir, LABELS, threshold=0.0)
+    lines = [CAROLINE, MELANIE]
+    assert (a.labels, a.threshold, b.threshold) == (LABELS, 0.0, 0.99)
+    assert a.extract(lines) == direct.extract(lines) != []
+    spans = [len(s) for s in a.predict([u.text for u in lines])]
+    assert sum(len(s) for s in b.predict([u.text for u in lines])) < sum(spans)
 
 
 @pytest.mark.filterwarnings("ignore:The `resume_download` argument:UserWarning")  # gliner's hub call

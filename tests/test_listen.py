@@ -38,6 +38,22 @@ def words(text: str) -> str:
     return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
 
 
+def voice_of(text: str) -> tuple[str, ...]:
+    """The voice of the script's turn that shares the most words with `text`."""
+    heard = set(words(text).split())
+    return max(SCRIPT, key=lambda turn: len(set(words(turn[1]).split()) & heard))[0]
+
+
+def said_by(heard: list[tuple[str, str]], name: str, voice: tuple[str, ...]) -> int:
+    return sum(len(words(text).split()) for who, text in heard if who == name and voice_of(text) == voice)
+
+
+def attributed(heard: list[tuple[str, str]], names: dict[tuple[str, ...], str]) -> float:
+    """The share of heard words given to the name of the voice that said them."""
+    total = sum(len(words(text).split()) for _, text in heard)
+    return sum(said_by(heard, name, voice) for voice, name in names.items()) / total
+
+
 def archived(tmp_path) -> list[tuple[str, str]]:
     from assistant.store.db import Database
 
@@ -61,6 +77,12 @@ def test_a_recording_becomes_attributed_utterances_in_memory(tmp_path):
     assert error < 0.2, (error, heard)
     # Unknown voices get labels the user can rename; each keeps a learned voice.
     assert all(re.fullmatch(r"Speaker \d+", name) for name, _ in heard)
+    # Two voices found, one label each: the words of each voice went to its own label.
+    names = {name for name, _ in heard}
+    assert len(names) == 2, heard
+    label = {v: max(names, key=lambda n, v=v: said_by(heard, n, v)) for v in (VOICE_A, VOICE_B)}
+    assert label[VOICE_A] != label[VOICE_B], heard
+    assert attributed(heard, label) >= 0.9, heard
     listed = run(["speakers"], tmp_path).stdout
     assert "learned" in listed
     # Memory was built from the words: the tree mentions the trip.
@@ -86,14 +108,7 @@ def test_enrolled_voices_name_what_they_say(tmp_path):
     assert out.returncode == 0, out.stderr
     heard = archived(tmp_path)
     # Words said by each voice, given to the right name.
-    expected = {words(t): ("Alice" if v == VOICE_A else "Bob") for v, t in SCRIPT}
-    right = total = 0
-    for name, text in heard:
-        best = max(expected, key=lambda s: len(set(s.split()) & set(words(text).split())))
-        n = len(words(text).split())
-        total += n
-        right += n if expected[best] == name else 0
-    assert right / total >= 0.9, heard
+    assert attributed(heard, {VOICE_A: "Alice", VOICE_B: "Bob"}) >= 0.9, heard
 
 
 def test_bad_recordings_are_refused_by_name(tmp_path):

@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from assistant.errors import InputError
+from assistant.memory.answer import DONT_KNOW
 from assistant.memory.records import Level, Utterance
 from assistant.transcripts import read_conversations
 
@@ -114,9 +115,13 @@ def test_questions_that_cannot_be_asked(memory):
         memory.ask(" ".join(["word"] * 10_000))
 
 
+@pytest.mark.slow  # loads the LLM, to read its usage counter
 def test_an_empty_memory_does_not_know_without_asking_the_llm(memory):
+    llm = memory.llm
+    asked = llm.usage.calls
     answer = memory.ask("What did Sam say about the trip?")
-    assert not answer.knows and answer.text == "I don't know." and answer.evidence == ()
+    assert not answer.knows and answer.text == DONT_KNOW and answer.evidence == ()
+    assert llm.usage.calls == asked
 
 
 def test_delete_removes_a_subtree_and_cascades(memory):

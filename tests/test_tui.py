@@ -110,6 +110,7 @@ def test_a_typed_question_streams_its_answer_and_evidence(daemon: DaemonProcess)
     run(scenario)
 
 
+@pytest.mark.slow
 def test_an_empty_question_sends_nothing(daemon: DaemonProcess) -> None:
     async def scenario() -> None:
         app = AssistantApp(daemon.config)
@@ -123,6 +124,7 @@ def test_an_empty_question_sends_nothing(daemon: DaemonProcess) -> None:
     run(scenario)
 
 
+@pytest.mark.slow
 def test_a_50000_character_paste_is_refused_with_the_limit(daemon: DaemonProcess) -> None:
     limit = load_settings(daemon.config).memory.answer.max_question_chars
 
@@ -146,6 +148,7 @@ def test_a_50000_character_paste_is_refused_with_the_limit(daemon: DaemonProcess
     run(scenario)
 
 
+@pytest.mark.slow
 def test_push_to_talk_on_a_file_daemon_says_it_needs_the_microphone(daemon: DaemonProcess) -> None:
     async def scenario() -> None:
         app = AssistantApp(daemon.config)
@@ -163,6 +166,7 @@ def test_push_to_talk_on_a_file_daemon_says_it_needs_the_microphone(daemon: Daem
 # --- speakers, memory, layout -------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_renaming_a_speaker_relabels_the_list_and_the_transcript(daemon: DaemonProcess) -> None:
     async def scenario() -> None:
         app = AssistantApp(daemon.config)
@@ -187,6 +191,7 @@ def test_renaming_a_speaker_relabels_the_list_and_the_transcript(daemon: DaemonP
     run(scenario)
 
 
+@pytest.mark.slow
 def test_forgetting_a_subtree_lowers_the_gauge(daemon: DaemonProcess) -> None:
     async def scenario() -> None:
         app = AssistantApp(daemon.config)
@@ -215,6 +220,7 @@ def test_forgetting_a_subtree_lowers_the_gauge(daemon: DaemonProcess) -> None:
     run(scenario)
 
 
+@pytest.mark.slow
 def test_a_40x10_terminal_does_not_crash(daemon: DaemonProcess) -> None:
     async def scenario() -> None:
         app = AssistantApp(daemon.config)
@@ -233,6 +239,7 @@ def test_a_40x10_terminal_does_not_crash(daemon: DaemonProcess) -> None:
     run(scenario)
 
 
+@pytest.mark.slow
 def test_help_and_every_action_in_the_palette(daemon: DaemonProcess) -> None:
     async def scenario() -> None:
         app = AssistantApp(daemon.config)
@@ -252,6 +259,7 @@ def test_help_and_every_action_in_the_palette(daemon: DaemonProcess) -> None:
     run(scenario)
 
 
+@pytest.mark.slow
 def test_without_a_daemon_it_says_so_and_starts_one(tmp_path: Path) -> None:
     d = daemon_config(tmp_path / "d")
     settings = load_settings(d.config)

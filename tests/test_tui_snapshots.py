@@ -117,6 +117,7 @@ class TestOffline:
         assert snap_compare(app, terminal_size=size, run_before=ready)
 
 
+@pytest.mark.slow  # its daemon loads the LLM
 @pytest.mark.parametrize("size", SIZES)
 class TestConnected:
     def test_chat(self, snap_compare: Any, quiet_daemon: DaemonProcess, size: tuple[int, int]) -> None:

@@ -278,9 +278,13 @@ def test_segmentation_costs_little_cpu(dialog: Dialog) -> None:
     assert spent < 0.05 * len(samples) / SAMPLE_RATE
 
 
-def test_defaults_from_the_config_file_work() -> None:
+def test_defaults_from_the_config_file_work(dialog: Dialog) -> None:
     settings = load_settings(user_file=Path("/nonexistent/config.yaml"))
-    Segmenter(settings.vad)
+    found = list(speech_segments(FileSource(dialog.path, start_time=0.0), settings.vad))
+    # The shipped settings hear each turn whole, as one segment, with its first and last sound.
+    assert len(found) == len(dialog.turns) == 2
+    for segment, (first, last) in zip(found, dialog.turns, strict=True):
+        assert segment.start < first < last < segment.end
 
 
 @pytest.mark.parametrize(
