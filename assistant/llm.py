@@ -94,6 +94,19 @@ class Tokenizer:
         with self._lock:
             return len(self._llama.tokenize(text.encode("utf-8"), add_bos=False, special=False))
 
+    def trained_context(self) -> int | None:
+        """The context length the model was trained with (GGUF `<architecture>.context_length`).
+
+        Read from the file's metadata: a vocabulary-only handle does not load the hyperparameters
+        that llama.cpp's n_ctx_train() reports.
+        """
+        meta = self._llama.metadata
+        value = meta.get(f"{meta.get('general.architecture', '')}.context_length")
+        try:
+            return int(value) if value is not None else None
+        except ValueError:
+            return None
+
     def truncate(self, text: str, max_tokens: int) -> str:
         """Cut `text` to at most `max_tokens` tokens, at a token boundary."""
         with self._lock:
@@ -129,6 +142,16 @@ class LLM:
     def count(self, text: str) -> int:
         with self._lock:
             return len(self._llama.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
+    def close(self) -> None:
+        """Free the weights and the KV cache now: for an instance opened apart from `load_llm`'s cache
+        (one at another n_ctx), which would otherwise live until the process ends."""
+        with self._lock:
+            if self._llama in _OPEN:
+                _OPEN.remove(self._llama)
+            close = getattr(self._llama, "close", None)
+            if close is not None:
+                close()
 
     def _kwargs(self, max_tokens: int, schema: dict[str, Any] | None) -> dict[str, Any]:
         kwargs: dict[str, Any] = {

@@ -3,16 +3,28 @@
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
 
 from assistant.bench.checkpoint import ProbeLog
-from assistant.bench.locomo import ProbeResult, plan_probes
+from assistant.bench.locomo import ProbeResult, plan_probes, run_locomo
 from assistant.bench.metrics import bleu1, locomo_f1, normalize_answer, partial_f1, rouge_l, token_f1
+from assistant.bench.report import locomo_json, locomo_markdown
+from assistant.bench.systems import Answerer, Environment
+from assistant.bench.systems.base import render_lines
+from assistant.bench.systems.full import KEEP_AFTER_DROP, FullContextSystem
+from assistant.bench.systems.prostream import ProStreamSystem
+from assistant.config import Settings, load_settings
+from assistant.embed import load_embedder
 from assistant.errors import InputError
+from assistant.llm import LLM, load_tokenizer
+from assistant.memory.answer import frame
+from assistant.models import resolve
 from assistant.transcripts import read_conversations
 
+from .conftest import overrides
 from .test_cli import run
 
 SESSIONS = [
@@ -175,10 +187,11 @@ def test_every_system_streams_and_answers(tmp_path):
     )
     assert out.returncode == 0, out.stderr
     report = json.loads(out_json.read_text())
-    assert report["format"] == "assistant-bench-locomo/1"
+    assert report["format"] == "assistant-bench-locomo/2"
     assert report["meta"]["conversations"] == [{"name": "tiny-1", "utterances": 11, "questions": 4}]
+    assert report["meta"]["answers"] == "llm" and report["meta"]["probes_use"] is False
     systems = report["systems"]
-    assert set(systems) == {"prostream", "rag", "full", "recent"}
+    assert set(systems) == {"prostream", "rag", "full", "recent-window", "recent"}
     required = {
         "f1",
         "evidence_recall",
@@ -191,8 +204,8 @@ def test_every_system_streams_and_answers(tmp_path):
     for name, s in systems.items():
         assert required <= set(s), name
         assert s["ingest_ms_per_utterance"] > 0 and s["memory_tokens"] > 0
-    # Four questions, two probes each, four systems.
-    assert len(report["questions"]) == 32
+    # Four questions, two probes each, five systems.
+    assert len(report["questions"]) == 40
     by = {(q["system"], q["probe"], q["number"]): q for q in report["questions"]}
     # RAG and full context keep everything of an 11-turn stream; the short-term buffer shows all it holds.
     assert by[("rag", "end", 0)]["formation"] == 1.0 and by[("full", "end", 0)]["evidence_recall"] == 1.0
@@ -273,3 +286,167 @@ def test_a_stopped_run_resumes_from_its_checkpoint_and_asks_only_what_is_missing
     assert len(checkpoint.read_text().splitlines()) == 1 + 16
     code, err, _ = bench("third", systems="rag")
     assert code == 4 and "belongs to another run (systems was ['prostream', 'rag'], now ['rag'])" in err
+
+
+def test_an_earlier_checkpoint_format_is_refused(tmp_path):
+    path = tmp_path / "answers.jsonl"
+    path.write_text(json.dumps({"format": "assistant-bench-locomo-checkpoint/1", "run": {}}) + "\n")
+    with pytest.raises(InputError, match=r"answers.jsonl:1: a checkpoint of an earlier version"):
+        ProbeLog(path, {"systems": ["rag"]}, ProbeResult)
+
+
+# --- recall only, observer probes, the long-context baseline ---------------------------------
+
+
+def _settings(tmp_path: Path) -> Settings:
+    over = overrides(tmp_path / "data", memory={"distill": {"mode": "extractive"}})
+    return load_settings(user_file=tmp_path / "no-user-config.yaml", overrides=over)
+
+
+def _no_llm(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail the test at any attempt to open or ask an LLM (chat too: load_llm may hold one from another test)."""
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("an LLM was opened or asked")
+
+    for name in ("__init__", "chat", "stream"):
+        monkeypatch.setattr(LLM, name, refuse)
+
+
+def _environment(settings: Settings, work_dir: Path, *, probes_use: bool = False) -> Environment:
+    source = resolve(settings, "llm").source
+    tokenizer = load_tokenizer(source)
+
+    def refuse() -> LLM:
+        raise AssertionError("these tests answer nothing")
+
+    answerer = Answerer(refuse, tokenizer, settings.memory.answer.max_tokens, settings.llm.n_ctx)
+    long = Answerer(refuse, tokenizer, settings.memory.answer.max_tokens, tokenizer.trained_context() or 0)
+    embedder = load_embedder(resolve(settings, "embedder").source, settings.embedder.device, settings.embedder.threads)
+    work_dir.mkdir(parents=True, exist_ok=True)
+    return Environment(settings, embedder, answerer, long, work_dir, probes_use)
+
+
+def test_recall_only_builds_every_context_and_never_opens_the_llm(tmp_path, monkeypatch):
+    _no_llm(monkeypatch)
+    data = locomo_file(tmp_path)
+    result = run_locomo(_settings(tmp_path), data, read_conversations(data), recall_only=True)
+    assert result.recall_only and len(result.results) == 40  # 4 questions x 2 probes x 5 systems
+    for r in result.results:
+        assert r.prediction is None and r.f1 is None and r.bleu1 is None and r.answer_ms is None
+        assert r.retrieval_ms >= 0 and r.context_tokens >= 0
+    by = {(r.system, r.probe, r.number): r for r in result.results}
+    assert by[("full", "end", 2)].evidence_recall == 1.0 and by[("rag", "end", 0)].formation == 1.0
+    assert any(r.context_tokens > 0 for r in result.results if r.system == "prostream")
+    report = locomo_json(result)
+    assert report["meta"]["answers"] == "none"
+    assert report["systems"]["full"]["f1"] is None and report["systems"]["full"]["answer_ms_p50"] is None
+    assert report["systems"]["full"]["evidence_recall"] == 1.0
+    assert report["systems"]["rag"]["failures"]["end"]["retrieved"] >= 1
+    markdown = locomo_markdown(report)
+    assert "**Recall only**" in markdown and "**Evidence recall by category**" in markdown
+
+
+def test_the_checkpoint_refuses_a_resume_with_other_probe_or_answer_settings(tmp_path, monkeypatch):
+    _no_llm(monkeypatch)
+    data, checkpoint = locomo_file(tmp_path), tmp_path / "answers.jsonl"
+    settings, convs = _settings(tmp_path), read_conversations(locomo_file(tmp_path))
+    first = run_locomo(settings, data, convs, systems=["rag"], recall_only=True, checkpoint=checkpoint)
+    assert len(first.results) == 8
+    again = run_locomo(settings, data, convs, systems=["rag"], recall_only=True, checkpoint=checkpoint)
+    assert again.resumed == 8 and again.results == first.results
+    with pytest.raises(InputError, match=r"another run \(probes_use was False, now True\)"):
+        run_locomo(settings, data, convs, systems=["rag"], recall_only=True, probes_use=True, checkpoint=checkpoint)
+    with pytest.raises(InputError, match=r"another run \(answers was 'none', now 'llm'\)"):
+        run_locomo(settings, data, convs, systems=["rag"], checkpoint=checkpoint)
+
+
+def _uses(system: ProStreamSystem) -> dict[int, tuple[int, float]]:
+    return {n.id: (n.frequency, n.last_access) for n in system.memory.store.nodes()}
+
+
+@pytest.mark.parametrize("probes_use", [False, True])
+def test_a_probe_marks_the_memory_only_with_probes_use(tmp_path, probes_use):
+    settings = _settings(tmp_path)
+    system = ProStreamSystem(_environment(settings, tmp_path / "prostream", probes_use=probes_use))
+    try:
+        for position, u in enumerate(read_conversations(locomo_file(tmp_path))[0].utterances):
+            system.add(position, u)
+        system.end_of_stream()
+        before = _uses(system)
+        assert before, "the stream formed no node to retrieve"
+        context = system.context("What did they say about the custard tarts?")
+        assert context.positions and context.tokens > 0
+        after_probe = _uses(system)
+        system.replay("Who loved the tram rides?")
+        after_replay = _uses(system)
+        if probes_use:
+            assert after_probe != before and after_replay != after_probe
+            assert sum(f for f, _ in after_probe.values()) > sum(f for f, _ in before.values())
+        else:
+            assert after_probe == before and after_replay == before
+    finally:
+        system.close()
+
+
+def test_the_models_trained_context_is_read_from_the_file(tmp_path):
+    settings = _settings(tmp_path)
+    assert load_tokenizer(resolve(settings, "llm").source).trained_context() == 32768
+
+
+def _prompt_until_context(context: str, question: str) -> str:
+    """The prompt up to the end of its context: what the next probe's prompt must begin with."""
+    user = frame(context, question)[1]["content"]
+    return frame(context, question)[0]["content"] + user[: user.index(context) + len(context)]
+
+
+def test_full_holds_the_whole_conversation_and_extends_its_prompt(tmp_path):
+    env = _environment(_settings(tmp_path), tmp_path / "full")
+    system = FullContextSystem(env)
+    assert system.window == 32768  # the model's trained context, not llm.n_ctx
+    conv = read_conversations(locomo_file(tmp_path))[0]
+    previous: str | None = None
+    for position, u in enumerate(conv.utterances):
+        system.add(position, u)
+        question = f"What did they say at turn {position}?"
+        context = system.context(question)
+        assert context.positions == set(range(position + 1)) == system.remembered()
+        full_prompt = "".join(m["content"] for m in frame(context.text, question))
+        if previous is not None:
+            assert full_prompt.startswith(previous)
+        previous = _prompt_until_context(context.text, question)
+    assert system.drops == 0
+
+
+def test_full_drops_the_oldest_lines_in_chunks_when_the_window_overflows(tmp_path):
+    env = _environment(_settings(tmp_path), tmp_path / "full")
+    conv = read_conversations(locomo_file(tmp_path))[0]
+    question = "Where did Jon go?"
+    probe = FullContextSystem(env)
+    overhead = env.long_answerer.frame_tokens(question) + env.long_answerer.max_tokens
+    # Room for about sixteen of the tiny conversation's lines, streamed three times over.
+    per_line = env.long_answerer.tokenizer.count(render_lines("Conversation History", conv.utterances)) / 11
+    system = FullContextSystem(env, window=overhead + 128 + int(16 * per_line))
+    utterances = [u for _ in range(3) for u in conv.utterances]
+    prompts: list[tuple[int, str, str]] = []
+    kept = 0
+    for position, u in enumerate(utterances):
+        system.add(position, u)
+        probe.add(position, u)
+        context = system.context(question)
+        assert context.tokens <= system.window - overhead
+        assert max(context.positions) == position  # the newest line is always there
+        if prompts and system.drops > prompts[-1][0]:
+            assert len(context.positions) <= kept - 2  # a chunk went, not the one line that overflowed
+        kept = len(context.positions)
+        prompts.append((system.drops, _prompt_until_context(context.text, question), context.text))
+    # Chunks, not a sliding window: far fewer drops than lines.
+    assert 2 <= system.drops <= len(utterances) // 5
+    assert len(system.remembered()) < len(utterances)
+    # Between drops every prompt extends the one before it, so llama.cpp reads only the new lines.
+    for (drops_a, prefix_a, _), (drops_b, _, text_b) in pairwise(prompts):
+        if drops_a == drops_b:
+            assert "".join(m["content"] for m in frame(text_b, question)).startswith(prefix_a)
+    assert KEEP_AFTER_DROP < 1
+    # With the whole trained window, nothing of the same stream is dropped.
+    assert probe.drops == 0 and probe.remembered() == set(range(len(utterances)))

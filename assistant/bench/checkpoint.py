@@ -20,7 +20,10 @@ from ..errors import InputError
 if TYPE_CHECKING:  # locomo imports this module; the record class is handed in at run time
     from .locomo import ProbeResult
 
-FORMAT = "assistant-bench-locomo-checkpoint/1"
+# /2: `full` reads the model's trained context (it was a 4k window, now `recent-window`), and
+# probes no longer count as uses unless the run says so; answers from /1 files measured otherwise.
+FORMAT = "assistant-bench-locomo-checkpoint/2"
+_EARLIER = ("assistant-bench-locomo-checkpoint/1",)
 ProbeKey = tuple[str, str, int, str]  # system, conversation, question number, probe
 
 
@@ -72,6 +75,11 @@ class ProbeLog:
             header = json.loads(complete[0]) if complete else None
         except json.JSONDecodeError:
             header = None
+        if isinstance(header, dict) and header.get("format") in _EARLIER:
+            raise InputError(
+                f"{self.path}:1: a checkpoint of an earlier version of this benchmark ({header['format']}), whose "
+                "answers were measured differently; pass another --checkpoint file"
+            )
         if not isinstance(header, dict) or header.get("format") != FORMAT:
             raise InputError(f"{self.path}:1: not a LoCoMo bench checkpoint (expected format {FORMAT!r})")
         theirs = header.get("run", {})

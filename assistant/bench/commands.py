@@ -71,6 +71,16 @@ def bench() -> None:
     default=None,
     help="Write each answer here as it comes; a stopped run given the same file resumes.",
 )
+@click.option(
+    "--recall-only",
+    is_flag=True,
+    help="Build every context as usual but answer nothing (no LLM loaded): formation, recall, tokens, latency.",
+)
+@click.option(
+    "--probes-use",
+    is_flag=True,
+    help="Let each probe count as a use of what it retrieved (raising its later scores), as asking once did.",
+)
 @click.pass_context
 def locomo(
     ctx: click.Context,
@@ -85,6 +95,8 @@ def locomo(
     md_out: Path | None,
     work_dir: Path | None,
     checkpoint: Path | None,
+    recall_only: bool,
+    probes_use: bool,
 ) -> None:
     """Stream LoCoMo conversations into each system; ask each question after its evidence and at the end."""
     from .locomo import count_steps, default_data, run_locomo, select_conversations
@@ -121,6 +133,8 @@ def locomo(
             work_dir=work_dir,
             progress=progress,
             checkpoint=checkpoint,
+            recall_only=recall_only,
+            probes_use=probes_use,
         )
     report: dict[str, Any] = locomo_json(run)
     _publish(report, locomo_markdown(report), json_out, md_out)

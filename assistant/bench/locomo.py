@@ -4,7 +4,14 @@ time, and is asked each question once its evidence has streamed past, and again 
 A question is probed at the end of the session that holds its last evidence turn (or `delay`
 sessions later): questions come after a conversation, not in the middle of a sentence, and all
 questions probed at one point see the same state, so a baseline whose context does not depend on
-the question (full, recent) has it read once by llama.cpp and reused from its prompt cache.
+the question (full, recent-window, recent) has it read once by llama.cpp and reused from its prompt
+cache; `full` keeps its own cache from one probe point to the next and reads only what is new.
+
+Probes observe: by default a probe's retrieval leaves no mark on a memory (prostream's use counts),
+so the end-of-stream probe sees the memory the stream made, as every baseline does. `probes_use`
+asks the old way, each probe counting as a use. A recall-only run builds every context exactly as
+usual and stops before the LLM: formation, evidence recall, context tokens and retrieval latency,
+in minutes.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ from .. import locations
 from ..config import Settings
 from ..embed import load_embedder
 from ..errors import InputError
-from ..llm import load_llm, load_tokenizer
+from ..llm import LLM, load_llm, load_tokenizer
 from ..models import resolve
 from ..transcripts import Conversation, Question, read_conversations
 from .checkpoint import ProbeLog
@@ -54,16 +61,17 @@ class ProbeResult:
     probe: str
     question: str
     gold: str
-    prediction: str
-    f1: float
-    bleu1: float
-    rouge_l: float
+    # The answer and its scores; None in a recall-only run, which asks no LLM.
+    prediction: str | None
+    f1: float | None
+    bleu1: float | None
+    rouge_l: float | None
     # Shares of the gold evidence turns; None when the question names none the stream holds.
     formation: float | None
     evidence_recall: float | None
     context_tokens: int
     retrieval_ms: float
-    answer_ms: float
+    answer_ms: float | None
 
 
 @dataclass(frozen=True)
@@ -110,6 +118,8 @@ class LocomoRun:
     descriptions: dict[str, str]
     machine: Machine
     resumed: int = 0  # answers taken from the checkpoint rather than asked in this process
+    recall_only: bool = False  # contexts built, no answers generated
+    probes_use: bool = False  # every probe counted as a use of what it retrieved
 
 
 def default_data(settings: Settings) -> Path | None:
@@ -163,14 +173,26 @@ def _share(part: frozenset[int] | set[int], whole: frozenset[int]) -> float | No
 
 
 class _Answering:
-    """Load the answering model once per run; every system shares it."""
+    """The answering model, opened at its first answer (never, in a recall-only run) and shared by the systems."""
 
     def __init__(self, settings: Settings) -> None:
         # The same cached loaders as Memory's, so the prostream system shares these instances.
-        llm = resolve(settings, "llm").source
-        self.answerer = Answerer(load_llm(llm, settings.llm), load_tokenizer(llm), settings.memory.answer.max_tokens)
+        source = resolve(settings, "llm").source
+        tokenizer = load_tokenizer(source)
+        max_tokens = settings.memory.answer.max_tokens
+        self.answerer = Answerer(lambda: load_llm(source, settings.llm), tokenizer, max_tokens, settings.llm.n_ctx)
+        trained = tokenizer.trained_context()
+        if trained is None:
+            log.warning("%s does not state its trained context; full gets llm.n_ctx (%d)", source, settings.llm.n_ctx)
+        long = replace(settings.llm, n_ctx=trained or settings.llm.n_ctx)
+        # Opened apart from load_llm's cache: its KV cache is full's alone, and it is closed after the run.
+        self.long_answerer = Answerer(lambda: LLM(source, long), tokenizer, max_tokens, long.n_ctx)
         embedder = resolve(settings, "embedder").source
         self.embedder = load_embedder(embedder, settings.embedder.device, settings.embedder.threads)
+
+    def close(self) -> None:
+        if self.long_answerer.loaded:
+            self.long_answerer.llm.close()
 
 
 def bench_settings(settings: Settings, answer_llm: str | None) -> Settings:
@@ -193,11 +215,15 @@ def run_locomo(
     work_dir: Path | None = None,
     progress: Callable[[int, str], None] | None = None,
     checkpoint: Path | None = None,
+    recall_only: bool = False,
+    probes_use: bool = False,
 ) -> LocomoRun:
     """Stream `conversations` (read from `data`, see `select_conversations`) into every system and
     probe each question twice. `progress(steps, label)` is called as work is done; `count_steps`
     says how many steps there are. With `checkpoint`, every answer is written there as it comes,
     and answers already there (from a stopped run with the same options) are not asked again.
+    `recall_only` builds each context and skips the answer (the answering LLM is never loaded);
+    `probes_use` lets each probe count as a use of what it retrieved, as asking once did.
     """
     unknown = [s for s in systems if s not in SYSTEMS]
     if unknown:
@@ -228,6 +254,8 @@ def run_locomo(
         "delay": delay,
         "limit": limit,
         "categories": list(categories),
+        "answers": "none" if recall_only else "llm",
+        "probes_use": probes_use,
     }
     log_file = ProbeLog(checkpoint, identity, ProbeResult) if checkpoint is not None else None
     resumed = len(log_file) if log_file is not None else 0
@@ -237,11 +265,21 @@ def run_locomo(
             for conv in conversations:
                 probes = plan_probes(conv, delay=delay, categories=categories, limit=limit)
                 run, found = _run_conversation(
-                    settings, shared, conv, probes, systems, root / conv.name, progress, log_file
+                    settings,
+                    shared,
+                    conv,
+                    probes,
+                    systems,
+                    root / conv.name,
+                    progress,
+                    log_file,
+                    recall_only=recall_only,
+                    probes_use=probes_use,
                 )
                 runs.append(run)
                 results.extend(found)
     finally:
+        shared.close()
         if log_file is not None:
             log_file.close()
     return LocomoRun(
@@ -259,6 +297,8 @@ def run_locomo(
         descriptions=descriptions,
         machine=host,
         resumed=resumed,
+        recall_only=recall_only,
+        probes_use=probes_use,
     )
 
 
@@ -292,6 +332,9 @@ def _run_conversation(
     work_dir: Path,
     progress: Callable[[int, str], None] | None,
     log_file: ProbeLog | None = None,
+    *,
+    recall_only: bool = False,
+    probes_use: bool = False,
 ) -> tuple[ConversationRun, list[ProbeResult]]:
     systems: dict[str, System] = {}
     totals = {name: SystemTotals() for name in names}
@@ -303,7 +346,9 @@ def _run_conversation(
     try:
         for name in names:
             (work_dir / name).mkdir(parents=True, exist_ok=True)
-            env = Environment(settings, shared.embedder, shared.answerer, work_dir / name)
+            env = Environment(
+                settings, shared.embedder, shared.answerer, shared.long_answerer, work_dir / name, probes_use
+            )
             systems[name] = SYSTEMS[name](env)
 
         def ask(point: list[Probe], probe_kind: str) -> None:
@@ -313,11 +358,11 @@ def _run_conversation(
                 for p in point:
                     done = log_file.get((name, conv.name, p.number, probe_kind)) if log_file is not None else None
                     if done is not None:
-                        # Asking leaves a mark on some memories (uses counted): leave the same mark.
+                        # With --probes-use, asking leaves a mark on some memories: leave the same mark.
                         system.replay(p.question.question)
                         results.append(done)
                         continue
-                    result = _probe(system, name, p, probe_kind, held)
+                    result = _probe(system, name, p, probe_kind, held, answer=not recall_only)
                     results.append(result)
                     if log_file is not None:
                         log_file.add(result)
@@ -358,10 +403,16 @@ def _next(refs: tuple[str | None, ...], i: int) -> str | None:
     return refs[i + 1] if i + 1 < len(refs) else None
 
 
-def _probe(system: System, name: str, p: Probe, kind: str, held: set[int]) -> ProbeResult:
-    reply = system.ask(p.question.question)
-    score = score_answer(reply.text, p.question.answer, p.question.category)
-    log.debug("%s %s #%d: %r -> %r (f1 %.2f)", name, kind, p.number, p.question.question, reply.text, score.f1)
+def _probe(system: System, name: str, p: Probe, kind: str, held: set[int], *, answer: bool = True) -> ProbeResult:
+    context = system.context(p.question.question)
+    text: str | None = None
+    answer_ms: float | None = None
+    f1 = bleu1 = rouge_l = None
+    if answer:
+        text, answer_ms = system.answer(p.question.question, context)
+        score = score_answer(text, p.question.answer, p.question.category)
+        f1, bleu1, rouge_l = score.f1, score.bleu1, score.rouge_l
+        log.debug("%s %s #%d: %r -> %r (f1 %.2f)", name, kind, p.number, p.question.question, text, score.f1)
     return ProbeResult(
         system=name,
         conversation=p.conversation,
@@ -370,13 +421,13 @@ def _probe(system: System, name: str, p: Probe, kind: str, held: set[int]) -> Pr
         probe=kind,
         question=p.question.question,
         gold=p.question.answer,
-        prediction=reply.text,
-        f1=score.f1,
-        bleu1=score.bleu1,
-        rouge_l=score.rouge_l,
+        prediction=text,
+        f1=f1,
+        bleu1=bleu1,
+        rouge_l=rouge_l,
         formation=_share(held, p.evidence),
-        evidence_recall=_share(reply.context, p.evidence),
-        context_tokens=reply.context_tokens,
-        retrieval_ms=reply.retrieval_ms,
-        answer_ms=reply.answer_ms,
+        evidence_recall=_share(context.positions, p.evidence),
+        context_tokens=context.tokens,
+        retrieval_ms=context.retrieval_ms,
+        answer_ms=answer_ms,
     )

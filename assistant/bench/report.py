@@ -1,17 +1,19 @@
 """Aggregate a LoCoMo run into the JSON and Markdown that BENCHMARKS.md documents.
 
-JSON layout (`format: assistant-bench-locomo/1`):
+JSON layout (`format: assistant-bench-locomo/2`):
   meta:     data, systems, answer_llm, distill_llm, distill_mode, delay, limit, categories,
-            seconds, resumed (answers taken from a checkpoint), date, machine,
-            conversations [{name, utterances, questions}]
+            answers ("llm", or "none" for a recall-only run: every answer field and score is null),
+            probes_use (whether probes counted as uses), seconds, resumed (answers taken from a
+            checkpoint), date, machine, conversations [{name, utterances, questions}]
   systems:  {name: {description, f1, bleu1, rouge_l, formation, evidence_recall, context_tokens,
             (over categories 1-4, at the evidence probe), f1_adversarial (category 5),
             at_end {same keys, at the end-of-stream probe}, by_category {probe: {category: {n, ...}}},
             retrieval_ms_p50/p95, answer_ms_p50/p95, ingest_ms_per_utterance (all ingest time, the
             end-of-stream flush included, over utterances), ingest_ms_p50/p95 (one add() each),
             memory_tokens, database_bytes (means over conversations at the end), llm_calls,
-            llm_prompt_tokens, llm_completion_tokens (memory formation, summed), failures,
-            management [{conversation, position, memory_tokens, database_bytes}]}}
+            llm_prompt_tokens, llm_completion_tokens (memory formation, summed), failures (answers
+            below F1 0.5 by where the evidence was lost; recall-only: every question, with
+            `retrieved` in place of `not_used`), management [{conversation, position, memory_tokens, database_bytes}]}}
   questions: one object per (system, probe, question) with the prediction and every metric.
 """
 
@@ -28,8 +30,10 @@ CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-ho
 ANSWERED = (1, 2, 3, 4)  # what most publications report; 5 is scored apart
 
 
-def _mean(values: list[float]) -> float | None:
-    return statistics.fmean(values) if values else None
+def _mean(values: list[float | None]) -> float | None:
+    """The mean of the values there are: a recall-only run has no scores, a question without evidence no recall."""
+    present = [v for v in values if v is not None]
+    return statistics.fmean(present) if present else None
 
 
 def _scores(rows: list[ProbeResult]) -> dict[str, Any]:
@@ -39,8 +43,8 @@ def _scores(rows: list[ProbeResult]) -> dict[str, Any]:
         "f1": _mean([r.f1 for r in rows]),
         "bleu1": _mean([r.bleu1 for r in rows]),
         "rouge_l": _mean([r.rouge_l for r in rows]),
-        "formation": _mean([r.formation for r in rows if r.formation is not None]),
-        "evidence_recall": _mean([r.evidence_recall for r in rows if r.evidence_recall is not None]),
+        "formation": _mean([r.formation for r in rows]),
+        "evidence_recall": _mean([r.evidence_recall for r in rows]),
     }
 
 
@@ -60,11 +64,15 @@ def _by_category(results: list[ProbeResult]) -> dict[str, dict[str, Any]]:
     }
 
 
-def _failures(results: list[ProbeResult]) -> dict[str, int]:
-    """Why answers to categories 1-4 scored below 0.5: the stage where the evidence was lost."""
-    out = {"not_formed": 0, "not_retrieved": 0, "not_used": 0, "no_evidence_ids": 0}
+def _failures(results: list[ProbeResult], recall_only: bool) -> dict[str, int]:
+    """Why answers to categories 1-4 scored below 0.5: the stage where the evidence was lost.
+
+    Without answers every question counts, and those with evidence in the context are `retrieved`.
+    """
+    last = "retrieved" if recall_only else "not_used"
+    out = {"not_formed": 0, "not_retrieved": 0, last: 0, "no_evidence_ids": 0}
     for r in results:
-        if r.category not in ANSWERED or r.f1 >= 0.5:
+        if r.category not in ANSWERED or (r.f1 is not None and r.f1 >= 0.5):
             continue
         if r.formation is None:
             out["no_evidence_ids"] += 1
@@ -73,7 +81,7 @@ def _failures(results: list[ProbeResult]) -> dict[str, int]:
         elif not r.evidence_recall:
             out["not_retrieved"] += 1
         else:
-            out["not_used"] += 1
+            out[last] += 1
     return out
 
 
@@ -87,6 +95,7 @@ def summarize(run: LocomoRun) -> dict[str, Any]:
         utterances = sum(t.utterances for t in totals)
         all_ingest = sum(steps) + sum(t.end_of_stream_ms for t in totals)
         evidence = _quality(at["evidence"])
+        answered = [r.answer_ms for r in rows if r.answer_ms is not None]
         systems[name] = {
             "description": run.descriptions.get(name, ""),
             **{k: v for k, v in evidence.items() if k != "n"},
@@ -95,8 +104,8 @@ def summarize(run: LocomoRun) -> dict[str, Any]:
             "by_category": {kind: _by_category(at[kind]) for kind in PROBES},
             "retrieval_ms_p50": percentile([r.retrieval_ms for r in rows], 0.5),
             "retrieval_ms_p95": percentile([r.retrieval_ms for r in rows], 0.95),
-            "answer_ms_p50": percentile([r.answer_ms for r in rows], 0.5),
-            "answer_ms_p95": percentile([r.answer_ms for r in rows], 0.95),
+            "answer_ms_p50": percentile(answered, 0.5) if answered else None,
+            "answer_ms_p95": percentile(answered, 0.95) if answered else None,
             "ingest_ms_per_utterance": all_ingest / utterances if utterances else 0.0,
             "ingest_ms_p50": percentile(steps, 0.5),
             "ingest_ms_p95": percentile(steps, 0.95),
@@ -105,7 +114,7 @@ def summarize(run: LocomoRun) -> dict[str, Any]:
             "llm_calls": sum(t.formation.llm_calls for t in totals),
             "llm_prompt_tokens": sum(t.formation.prompt_tokens for t in totals),
             "llm_completion_tokens": sum(t.formation.completion_tokens for t in totals),
-            "failures": {kind: _failures(at[kind]) for kind in PROBES},
+            "failures": {kind: _failures(at[kind], run.recall_only) for kind in PROBES},
             "management": [
                 {"conversation": c.name, **asdict(s)} for c in run.conversations for s in c.totals[name].samples
             ],
@@ -116,7 +125,7 @@ def summarize(run: LocomoRun) -> dict[str, Any]:
 def locomo_json(run: LocomoRun) -> dict[str, Any]:
     host = run.machine
     return {
-        "format": "assistant-bench-locomo/1",
+        "format": "assistant-bench-locomo/2",
         "meta": {
             "data": run.data,
             "systems": list(run.systems),
@@ -126,6 +135,8 @@ def locomo_json(run: LocomoRun) -> dict[str, Any]:
             "delay": run.delay,
             "limit": run.limit,
             "categories": list(run.categories),
+            "answers": "none" if run.recall_only else "llm",
+            "probes_use": run.probes_use,
             "seconds": run.seconds,
             "resumed": run.resumed,
             "date": host.date,
@@ -153,9 +164,21 @@ def locomo_markdown(report: dict[str, Any]) -> str:
         if meta["distill_mode"] == "llm"
         else f"`{meta['distill_mode']}` (no LLM)"
     )
+    recall_only = meta.get("answers") == "none"
+    answering = (
+        "**Recall only**: every context was built as for an answer and no LLM answered, so F1, BLEU-1, "
+        "ROUGE-L and answer latency are absent"
+        if recall_only
+        else f"Answering LLM `{meta['answer_llm']}`"
+    )
+    probes = (
+        "every probe counted as a use of what it retrieved (--probes-use)"
+        if meta.get("probes_use")
+        else "probes only observe (no use counted)"
+    )
     lines = [
-        f"Data: `{meta['data']}`: {convs}. Answering LLM `{meta['answer_llm']}`; memory formation: {formation}. "
-        f"Probe delay {meta['delay']} session(s). "
+        f"Data: `{meta['data']}`: {convs}. {answering}; memory formation: {formation}. "
+        f"Probe delay {meta['delay']} session(s); {probes}. "
         f"{meta['machine']}; {meta['date']}; {meta['seconds'] / 60:.1f} min"
         + (
             f" (resumed: {meta['resumed']} answers came from the checkpoint of the stopped run before it)."
@@ -165,23 +188,37 @@ def locomo_markdown(report: dict[str, Any]) -> str:
         "",
     ]
     for kind, title in (("evidence", "after the evidence"), ("end", "at the end of the stream")):
-        lines += [
-            f"**Asked {title}** (categories 1-4; adversarial = share of category-5 questions answered "
-            '"not in memory"):',
-            "",
-            "| system | F1 | BLEU-1 | ROUGE-L | formation | evidence recall | context tokens | adversarial |",
-            "|---|---|---|---|---|---|---|---|",
-        ]
+        if recall_only:
+            lines += [
+                f"**Retrieved {title}** (categories 1-4):",
+                "",
+                "| system | formation | evidence recall | context tokens |",
+                "|---|---|---|---|",
+            ]
+        else:
+            lines += [
+                f"**Asked {title}** (categories 1-4; adversarial = share of category-5 questions answered "
+                '"not in memory"):',
+                "",
+                "| system | F1 | BLEU-1 | ROUGE-L | formation | evidence recall | context tokens | adversarial |",
+                "|---|---|---|---|---|---|---|---|",
+            ]
         for name, s in systems.items():
             q = s if kind == "evidence" else s["at_end"]
-            lines.append(
-                f"| {name} | {_f(q['f1'])} | {_f(q['bleu1'])} | {_f(q['rouge_l'])} | {_f(q['formation'])} | "
-                f"{_f(q['evidence_recall'])} | {_f(q['context_tokens'], 0)} | {_f(q['f1_adversarial'])} |"
-            )
+            retrieval = f"{_f(q['formation'])} | {_f(q['evidence_recall'])} | {_f(q['context_tokens'], 0)}"
+            if recall_only:
+                lines.append(f"| {name} | {retrieval} |")
+            else:
+                lines.append(
+                    f"| {name} | {_f(q['f1'])} | {_f(q['bleu1'])} | {_f(q['rouge_l'])} | {retrieval} | "
+                    f"{_f(q['f1_adversarial'])} |"
+                )
         lines.append("")
     cats = sorted({c for s in systems.values() for kind in PROBES for c in s["by_category"][kind]}, key=int)
+    # Without answers, the category table shows what retrieval did instead.
+    metric = "evidence_recall" if recall_only else "f1"
     lines += [
-        "**F1 by category** (after the evidence / at the end):",
+        f"**{'Evidence recall' if recall_only else 'F1'} by category** (after the evidence / at the end):",
         "",
         "| system | " + " | ".join(f"{CATEGORY_NAMES.get(int(c), c)} ({c})" for c in cats) + " |",
         "|---|" + "---|" * len(cats),
@@ -191,7 +228,7 @@ def locomo_markdown(report: dict[str, Any]) -> str:
         for c in cats:
             ev = s["by_category"]["evidence"].get(c, {})
             end = s["by_category"]["end"].get(c, {})
-            cells.append(f"{_f(ev.get('f1'))} / {_f(end.get('f1'))} (n={ev.get('n', 0)})")
+            cells.append(f"{_f(ev.get(metric))} / {_f(end.get(metric))} (n={ev.get('n', 0)})")
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     lines += [
         "",
@@ -205,21 +242,28 @@ def locomo_markdown(report: dict[str, Any]) -> str:
         tokens = s["llm_prompt_tokens"] + s["llm_completion_tokens"]
         lines.append(
             f"| {name} | {s['retrieval_ms_p50']:.1f} / {s['retrieval_ms_p95']:.1f} | "
-            f"{s['answer_ms_p50']:.0f} / {s['answer_ms_p95']:.0f} | "
+            f"{_f(s['answer_ms_p50'], 0)} / {_f(s['answer_ms_p95'], 0)} | "
             f"{s['ingest_ms_per_utterance']:.1f} ({s['ingest_ms_p50']:.1f} / {s['ingest_ms_p95']:.1f}) | "
             f"{s['llm_calls']:,} / {tokens:,} | {_f(s['memory_tokens'], 0)} | {_f(s['database_bytes'], 0)} |"
         )
+    last = "retrieved" if recall_only else "not_used"
     lines += [
         "",
-        "**Where answers below F1 0.5 lost the evidence** (categories 1-4, after the evidence / at the end): "
-        "not formed = the memory no longer held it; not retrieved = held but not in the context; "
-        "not used = in the context, answer still wrong:",
+        (
+            "**Where the evidence was lost** (every question of categories 1-4, after the evidence / at the end): "
+            "not formed = the memory no longer held it; not retrieved = held but not in the context; "
+            "retrieved = some of it in the context:"
+            if recall_only
+            else "**Where answers below F1 0.5 lost the evidence** (categories 1-4, after the evidence / at the end): "
+            "not formed = the memory no longer held it; not retrieved = held but not in the context; "
+            "not used = in the context, answer still wrong:"
+        ),
         "",
-        "| system | not formed | not retrieved | not used | no evidence ids |",
+        f"| system | not formed | not retrieved | {last.replace('_', ' ')} | no evidence ids |",
         "|---|---|---|---|---|",
     ]
     for name, s in systems.items():
         ev, end = s["failures"]["evidence"], s["failures"]["end"]
-        keys = ("not_formed", "not_retrieved", "not_used", "no_evidence_ids")
+        keys = ("not_formed", "not_retrieved", last, "no_evidence_ids")
         lines.append(f"| {name} | " + " | ".join(f"{ev[k]} / {end[k]}" for k in keys) + " |")
     return "\n".join(lines) + "\n"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,13 +21,16 @@ from ...memory.records import Utterance
 
 
 @dataclass(frozen=True)
-class Reply:
-    text: str
-    # Stream positions of the utterances quoted in the context the LLM read.
-    context: frozenset[int]
-    context_tokens: int
+class Context:
+    """What a system hands the LLM for one question, built without the LLM."""
+
+    text: str  # the context block the frame puts between the instructions and the question
+    # Stream positions of the utterances quoted in it (evidence recall).
+    positions: frozenset[int]
+    tokens: int
     retrieval_ms: float
-    answer_ms: float
+    # Whatever else the system needs to answer from it (prostream: its PreparedQuestion).
+    prepared: object = None
 
 
 @dataclass(frozen=True)
@@ -38,16 +41,33 @@ class FormationCost:
 
 
 class Answerer:
-    """The one LLM every system answers with, through the same prompt frame and token cap."""
+    """An LLM the systems answer with, through the same prompt frame and token cap.
 
-    def __init__(self, llm: LLM, tokenizer: Tokenizer, max_tokens: int) -> None:
-        self.llm = llm
+    The model is opened at the first answer, so a recall-only run never loads its weights;
+    the tokenizer (which counts context tokens) is all it needs.
+    """
+
+    def __init__(self, open_llm: Callable[[], LLM], tokenizer: Tokenizer, max_tokens: int, n_ctx: int) -> None:
+        self._open = open_llm
+        self._llm: LLM | None = None
         self.tokenizer = tokenizer
         self.max_tokens = max_tokens
+        self.n_ctx = n_ctx  # the window of the model `open_llm` opens
+
+    @property
+    def llm(self) -> LLM:
+        if self._llm is None:
+            self._llm = self._open()
+        return self._llm
+
+    @property
+    def loaded(self) -> bool:
+        return self._llm is not None
 
     def answer(self, context: str, question: str) -> tuple[str, float]:
+        llm = self.llm  # opened outside the timing: loading is no part of an answer
         started = time.perf_counter()
-        raw = self.llm.chat(frame(context, question), max_tokens=self.max_tokens)
+        raw = llm.chat(frame(context, question), max_tokens=self.max_tokens)
         return strip_citations(raw) or raw.strip(), (time.perf_counter() - started) * 1000
 
     def frame_tokens(self, question: str) -> int:
@@ -64,19 +84,30 @@ def render_lines(heading: str, utterances: Sequence[Utterance]) -> str:
 
 @dataclass(frozen=True)
 class Environment:
-    """What a system may use: the settings, the shared embedder and answerer, its own directory."""
+    """What a system may use: the settings, the shared embedder and answerers, its own directory."""
 
     settings: Settings
     embedder: Embedder
-    answerer: Answerer
+    answerer: Answerer  # the answering model at llm.n_ctx, shared by every system
+    # The same model opened apart at the context length it was trained with, for `full`: its KV
+    # cache then holds the conversation between probes, untouched by the other systems' prompts.
+    long_answerer: Answerer
     work_dir: Path
+    # Probes mark what they retrieve as used (the memory's use counts), as a user's question does;
+    # off, a probe only observes (prostream is the only system with such state).
+    probes_use: bool = False
 
 
 class System(ABC):
-    """A memory under test. Subclasses set `name` and a one-line `description`."""
+    """A memory under test. Subclasses set `name`, a one-line `description` and `answerer`.
+
+    The harness asks in two halves: `context` (retrieval, timed as such) and `answer` (the LLM),
+    which a recall-only run skips.
+    """
 
     name: str = ""
     description: str = ""
+    answerer: Answerer
 
     @abstractmethod
     def __init__(self, env: Environment) -> None: ...
@@ -94,7 +125,12 @@ class System(ABC):
         """Stream positions of the utterances the memory still represents (formation)."""
 
     @abstractmethod
-    def ask(self, question: str) -> Reply: ...
+    def context(self, question: str) -> Context:
+        """Retrieve what the LLM would read for `question`; no LLM call."""
+
+    def answer(self, question: str, context: Context) -> tuple[str, float]:
+        """The answer to `question` from `context`, and the milliseconds it took."""
+        return self.answerer.answer(context.text, question)
 
     def replay(self, question: str) -> None:  # noqa: B027 - a memory that asking does not change needs nothing
         """Change the memory as asking `question` would, without the answer (a resumed run's skipped question)."""

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from ...memory.api import Memory
-from ...memory.records import Utterance
-from .base import Environment, FormationCost, Reply, System
+from ...memory.api import Memory, PreparedQuestion
+from ...memory.records import Answer, Utterance
+from .base import Context, Environment, FormationCost, System
 
 
 class ProStreamSystem(System):
@@ -17,6 +17,8 @@ class ProStreamSystem(System):
     def __init__(self, env: Environment) -> None:
         # Memory loads the embedder and LLMs through the same caches, so nothing loads twice.
         self.memory = Memory(replace(env.settings, paths=replace(env.settings.paths, data_dir=str(env.work_dir))))
+        self.answerer = env.answerer
+        self.probes_use = env.probes_use
         self._position: dict[int, int] = {}
         self._calls = self._prompt = self._completion = 0
 
@@ -53,15 +55,30 @@ class ProStreamSystem(System):
         ids |= {u.id for b in store.pending_blocks() for u in b.utterances if u.id is not None}
         return {self._position[i] for i in ids if i in self._position}
 
-    def ask(self, question: str) -> Reply:
-        answer = self.memory.ask(question)
-        # When the relevance gate answers "I don't know" without the LLM, answer_ms is 0 and the context empty.
+    def context(self, question: str) -> Context:
+        # The memory's own clock, not the wall's: the stream is an old recording replayed.
+        prepared = self.memory.prepare(question, use=self.probes_use, now=self.memory.store.clock)
+        prompt = prepared.prompt
+        # When the relevance gate says "I don't know" without the LLM, the context is empty.
         where = self._position
-        positions = frozenset(where[e.utterance_id] for e in answer.context if e.utterance_id in where)
-        return Reply(answer.text, positions, answer.context_tokens, answer.retrieval_ms, answer.answer_ms)
+        quoted = prompt.sources if prompt is not None else ()
+        positions = frozenset(where[e.utterance_id] for e in quoted if e.utterance_id in where)
+        tokens = prompt.context_tokens if prompt is not None else 0
+        return Context("", positions, tokens, prepared.retrieval_ms, prepared)
+
+    def answer(self, question: str, context: Context) -> tuple[str, float]:
+        # The memory frames its own prompt (memory/answer.py: build_prompt, through the same frame).
+        assert isinstance(context.prepared, PreparedQuestion)
+        # Memory opens the same cached instance inside its timing; opening it here keeps loading out.
+        _ = self.answerer.llm
+        for item in self.memory.answer_stream(context.prepared):
+            if isinstance(item, Answer):
+                return item.text, item.answer_ms
+        raise AssertionError("answer_stream ended without an answer")  # pragma: no cover
 
     def replay(self, question: str) -> None:
-        self.memory.prepare(question)  # retrieval counts the uses, as asking does
+        if self.probes_use:
+            self.memory.prepare(question, use=True, now=self.memory.store.clock)
 
     def memory_tokens(self) -> int:
         return self.memory.store.total_tokens()

@@ -6,7 +6,7 @@ import time
 
 from ...memory.records import Utterance
 from ...store.store import Store
-from .base import Environment, Reply, System, render_lines
+from .base import Context, Environment, System, render_lines
 
 
 class RagSystem(System):
@@ -15,7 +15,7 @@ class RagSystem(System):
 
     def __init__(self, env: Environment) -> None:
         self._embedder = env.embedder
-        self._answerer = env.answerer
+        self.answerer = env.answerer
         self._k = env.settings.bench.rag_k
         self._path = env.work_dir / "rag.db"
         self._store = Store(self._path, embedder=env.settings.models.embedder, dim=env.embedder.dim)
@@ -27,20 +27,19 @@ class RagSystem(System):
             stored = self._store.add_utterance(utterance, self._embedder.encode_one(utterance.line))
         if stored is not None and stored.id is not None:
             self._position[stored.id] = position
-            self._tokens += self._answerer.tokenizer.count(stored.line)
+            self._tokens += self.answerer.tokenizer.count(stored.line)
 
     def remembered(self) -> set[int]:
         return set(self._position.values())
 
-    def ask(self, question: str) -> Reply:
+    def context(self, question: str) -> Context:
         started = time.perf_counter()
         hits = self._store.search_utterances(self._embedder.encode_one(question), self._k)
         shown = sorted((u for u, _ in hits), key=lambda u: (u.time, u.id or 0))
-        context = render_lines("Retrieved Memory", shown)
+        text = render_lines("Retrieved Memory", shown)
         retrieval_ms = (time.perf_counter() - started) * 1000
-        text, answer_ms = self._answerer.answer(context, question)
         positions = frozenset(self._position[u.id] for u in shown if u.id in self._position)
-        return Reply(text, positions, self._answerer.tokenizer.count(context), retrieval_ms, answer_ms)
+        return Context(text, positions, self.answerer.tokenizer.count(text), retrieval_ms)
 
     def memory_tokens(self) -> int:
         return self._tokens

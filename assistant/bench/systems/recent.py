@@ -6,7 +6,7 @@ import time
 
 from ...memory.records import Utterance
 from ...memory.stsb import SensingBuffer
-from .base import Environment, Reply, System, render_lines
+from .base import Context, Environment, System, render_lines
 
 
 class RecentSystem(System):
@@ -15,7 +15,7 @@ class RecentSystem(System):
 
     def __init__(self, env: Environment) -> None:
         self._embedder = env.embedder
-        self._answerer = env.answerer
+        self.answerer = env.answerer
         self._buffer = SensingBuffer(env.settings.memory.stsb, [], [], None)
 
     def add(self, position: int, utterance: Utterance) -> None:
@@ -26,14 +26,13 @@ class RecentSystem(System):
     def remembered(self) -> set[int]:
         return {u.id for u in self._buffer.visible if u.id is not None}
 
-    def ask(self, question: str) -> Reply:
+    def context(self, question: str) -> Context:
         started = time.perf_counter()
         shown = self._buffer.visible
-        context = render_lines("Short-term Memory", shown)
+        text = render_lines("Short-term Memory", shown)
         retrieval_ms = (time.perf_counter() - started) * 1000
-        text, answer_ms = self._answerer.answer(context, question)
         positions = frozenset(u.id for u in shown if u.id is not None)
-        return Reply(text, positions, self._answerer.tokenizer.count(context), retrieval_ms, answer_ms)
+        return Context(text, positions, self.answerer.tokenizer.count(text), retrieval_ms)
 
     def memory_tokens(self) -> int:
-        return sum(self._answerer.tokenizer.count(u.line) for u in self._buffer.visible)
+        return sum(self.answerer.tokenizer.count(u.line) for u in self._buffer.visible)

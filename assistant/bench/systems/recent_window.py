@@ -1,0 +1,62 @@
+"""`recent-window`: the most recent history that fits the shared answerer's window, oldest lines dropped first.
+
+This was `full` until `full` got a window of the model's trained length: a recency window of
+`llm.n_ctx` (4,096) that slides with every utterance, so each probe point's context is read anew.
+"""
+
+from __future__ import annotations
+
+import time
+
+from ...memory.records import Utterance
+from .base import Context, Environment, System, render_lines
+
+HEADING = "Conversation History"
+
+
+class RecentWindowSystem(System):
+    name = "recent-window"
+    description = "the most recent history that fits llm.n_ctx (less the frame and the answer), the shared answerer"
+
+    def __init__(self, env: Environment) -> None:
+        self.answerer = env.answerer
+        self._n_ctx = env.answerer.n_ctx
+        self._history: list[Utterance] = []
+        self._line_tokens: list[int] = []
+        self._heading_tokens = self.answerer.tokenizer.count(render_lines(HEADING, []))
+
+    def add(self, position: int, utterance: Utterance) -> None:
+        u = Utterance(utterance.speaker, utterance.text, utterance.time, position)
+        self._history.append(u)
+        # One line rendered alone, less the heading, +1 for the newline between lines: an estimate,
+        # which context() corrects by counting what it renders.
+        line = self.answerer.tokenizer.count(render_lines(HEADING, [u])) - self._heading_tokens + 1
+        self._line_tokens.append(max(1, line))
+
+    def _window(self, question: str) -> list[Utterance]:
+        room = self._n_ctx - self.answerer.frame_tokens(question) - self.answerer.max_tokens - 16
+        used, start = 0, len(self._history)
+        while start > 0 and used + self._line_tokens[start - 1] <= room:
+            start -= 1
+            used += self._line_tokens[start]
+        return self._history[start:]
+
+    def remembered(self) -> set[int]:
+        # What fits beside a typical short question.
+        return {u.id for u in self._window("What did they say?") if u.id is not None}
+
+    def context(self, question: str) -> Context:
+        started = time.perf_counter()
+        shown = self._window(question)
+        text = render_lines(HEADING, shown)
+        # Renumbering changes token counts a little; trim from the oldest end until it truly fits.
+        room = self._n_ctx - self.answerer.frame_tokens(question) - self.answerer.max_tokens
+        while shown and self.answerer.tokenizer.count(text) > room:
+            shown = shown[1:]
+            text = render_lines(HEADING, shown)
+        retrieval_ms = (time.perf_counter() - started) * 1000
+        positions = frozenset(u.id for u in shown if u.id is not None)
+        return Context(text, positions, self.answerer.tokenizer.count(text), retrieval_ms)
+
+    def memory_tokens(self) -> int:
+        return sum(self._line_tokens)
