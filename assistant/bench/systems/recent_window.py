@@ -48,15 +48,23 @@ class RecentWindowSystem(System):
     def context(self, question: str) -> Context:
         started = time.perf_counter()
         shown = self._window(question)
-        text = render_lines(HEADING, shown)
-        # Renumbering changes token counts a little; trim from the oldest end until it truly fits.
+        start = len(self._history) - len(shown)
         room = self._n_ctx - self.answerer.frame_tokens(question) - self.answerer.max_tokens
-        while shown and self.answerer.tokenizer.count(text) > room:
-            shown = shown[1:]
+        text = render_lines(HEADING, shown)
+        tokens = self.answerer.tokenizer.count(text)
+        # The estimates may fall short of the rendered whole: trim the oldest lines by the excess
+        # at once (one line at a time would re-count ~3,000 tokens per line).
+        while shown and tokens > room:
+            excess, cut = tokens - room, 0
+            while cut < len(shown) - 1 and excess > 0:
+                excess -= self._line_tokens[start + cut]
+                cut += 1
+            start += max(cut, 1)
+            shown = shown[max(cut, 1) :]
             text = render_lines(HEADING, shown)
-        retrieval_ms = (time.perf_counter() - started) * 1000
+            tokens = self.answerer.tokenizer.count(text)
         positions = frozenset(u.id for u in shown if u.id is not None)
-        return Context(text, positions, self.answerer.tokenizer.count(text), retrieval_ms)
+        return Context(text, positions, tokens, (time.perf_counter() - started) * 1000)
 
     def memory_tokens(self) -> int:
         return sum(self._line_tokens)
