@@ -13,7 +13,7 @@ import os
 import sys
 import tempfile
 import textwrap
-from datetime import UTC, tzinfo
+from datetime import tzinfo
 from pathlib import Path
 from typing import Any
 
@@ -628,11 +628,10 @@ def speakers_enroll(ctx: click.Context, name: str, recording: Path) -> None:
         click.echo(f"enrolled {sp.name!r} (speaker {sp.id}) from {len(samples) / SAMPLE_RATE:.1f} s of speech")
 
 
-def _when(value: str | None, option: str, zone: tzinfo = UTC) -> float | None:
+def _when(value: str | None, option: str, zone: tzinfo) -> float | None:
     """A time given on the command line (ISO-8601 or epoch seconds), refused naming its option.
 
-    Without an offset it is read in `zone`: UTC for export and forget as before, the configured
-    zone for ask and search."""
+    Without an offset it is read in `zone`, the configured time zone, as every time is shown."""
     from .daemon.client import parse_when
 
     if value is None:
@@ -656,7 +655,8 @@ def export_cmd(
     """Write the memory to OUT: json (complete, re-importable), markdown (to read) or jsonl (the transcript)."""
     from .memory.archive import Selection, write_atomically
 
-    selection = Selection(_when(since, "--since"), _when(until, "--until"), speaker)
+    zone = _settings(ctx).zone
+    selection = Selection(_when(since, "--since", zone), _when(until, "--until", zone), speaker)
     client = _daemon(ctx)
     if client is not None:
         with client:
@@ -712,10 +712,11 @@ def forget(
     """
     from .memory.forget import ForgetFilter
 
+    zone = _settings(ctx).zone
     f = ForgetFilter(
         speaker,
-        _when(since, "--since"),
-        _when(until, "--until"),
+        _when(since, "--since", zone),
+        _when(until, "--until", zone),
         text,
         everything,
     ).check()

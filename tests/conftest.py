@@ -136,6 +136,18 @@ def check_invariants(mem: Memory) -> None:
         == 0
     )
     assert db.scalar("PRAGMA foreign_key_check") is None
+    # The lexical index holds exactly the lines the memory holds: those the tree rests on and
+    # those its buffers hold, each once, with the archived words.
+    held = {
+        r[0]
+        for r in db.all(
+            "SELECT utterance_id FROM node_sources UNION SELECT utterance_id FROM stsb "
+            "UNION SELECT utterance_id FROM pending_utterances"
+        )
+    }
+    indexed = db.all("SELECT m.rowid, m.text, u.text FROM memory_lines m LEFT JOIN utterances u ON u.id = m.rowid")
+    assert sorted(r[0] for r in indexed) == sorted(held)
+    assert all(r[1] == r[2] for r in indexed)
     # The in-process index and sqlite-vec describe the same nodes with the same vectors.
     rows = db.all("SELECT n.id, n.level, v.embedding FROM nodes n JOIN node_vectors v ON v.node_id = n.id")
     assert len(rows) == store.node_count() == db.scalar("SELECT count(*) FROM node_vectors")

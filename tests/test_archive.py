@@ -53,6 +53,8 @@ def test_export_wipe_import_export_gives_the_same_json(filled, tmp_path):
     # Answers rest on the same evidence after the trip.
     after = fresh.search("When is the Lisbon trip?")
     assert [p.event.text for p in after.paths] == [p.event.text for p in before.paths]
+    assert [r.evidence.text for r in after.lines] == [r.evidence.text for r in before.lines]
+    assert "lexical" in after.lines[0].found_by  # the lexical index was rebuilt by the import
     assert [u.text for u in fresh.engine.buffer.buffer] == [u.text for u in filled.engine.buffer.buffer]
     check_invariants(fresh)
     fresh.close()

@@ -63,7 +63,7 @@ def test_forgetting_a_speaker_leaves_no_trace_of_their_words(memory, tmp_path):
     assert not _scan(data_dir, "Zed:")
     # Everyone else's memory still answers.
     found = memory.search("Who is looking after Priya's dog?")
-    assert any("Biscuit" in e.text for p in found.paths for e in p.sources)
+    assert any("Biscuit" in r.evidence.text for r in found.lines)
     assert memory.stats().utterances == 22
     check_invariants(memory)
     audit = memory.store.db.all("SELECT detail FROM audit WHERE action = 'forget'")

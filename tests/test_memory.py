@@ -36,18 +36,24 @@ def test_ingest_builds_a_scene_event_unit_tree_with_provenance(memory):
 def test_search_finds_the_evidence_for_a_question(memory):
     memory.add_many(sample())
     retrieval = memory.search("When do we fly to Lisbon?")
-    quoted = [ev.text for p in retrieval.paths for ev in p.sources]
-    assert any("14th of May" in t for t in quoted), quoted
+    best = [r.evidence.text for r in retrieval.lines[:3]]
+    assert any("14th of May" in t for t in best), best
 
 
 def test_asking_counts_as_use_of_the_retrieved_nodes(memory):
     memory.add_many(sample())
     before = {n.id: n.frequency for n in memory.store.nodes()}
     retrieval = memory.search("Who looks after Biscuit the beagle?", use=True)
-    used = {n.id for p in retrieval.paths for n in (p.scene, p.event, *p.amus)}
+    # The nodes resting on the best lines (and their events) are used; nothing else is.
+    top = retrieval.lines[: memory.settings.memory.retrieval.max_events]
+    resting = {nid for ids in memory.store.node_ids_of(r.evidence.utterance_id for r in top).values() for nid in ids}
+    used = resting | {n.parent_id for n in memory.store.nodes_by_id(resting) if n.level is Level.AMU}
     after = {n.id: n.frequency for n in memory.store.nodes()}
     assert used and all(after[i] == before[i] + 1 for i in used)
     assert all(after[i] == before[i] for i in after if i not in used)
+    # Searching without use leaves no mark.
+    memory.search("Who looks after Biscuit the beagle?")
+    assert {n.id: n.frequency for n in memory.store.nodes()} == after
 
 
 def test_restart_restores_sensing_buffer_and_pending_blocks(tmp_path):

@@ -112,7 +112,7 @@ def test_relabelled_memory_answers_by_the_new_name(mem):
     mem.flush()
     mem.rename_speaker("Speaker 2", "Alice")
     found = mem.search("What did Alice book?")
-    quoted = [e.speaker for p in found.paths for e in p.sources] + [u.speaker for u in found.short_term]
+    quoted = [r.evidence.speaker for r in found.lines] + [u.speaker for u in found.short_term]
     assert "Alice" in quoted and "Speaker 2" not in quoted
 
 

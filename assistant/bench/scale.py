@@ -43,7 +43,6 @@ import numpy as np
 from ..config import DistillOptions, Settings
 from ..embed import Embedder
 from ..errors import InputError
-from ..memory.answer import build_prompt
 from ..memory.api import Memory
 from ..memory.engine import clean_utterance, split_long
 from ..memory.records import Utterance
@@ -251,22 +250,23 @@ def _measure(
     started: float,
 ) -> ScalePoint:
     stats = memory.stats()
-    opts = memory.settings.memory
     probes = stream.probes(queries, recent=window)
     retrieval_ms: list[float] = []
     context_tokens: list[int] = []
     hits = stale = 0
     for probe in probes:
+        # Retrieval is all an answer does before the model reads: recall and the context built
+        # from it. The probes observe (use=False), so measuring changes nothing that is measured.
         t0 = time.perf_counter()
-        retrieval = memory.search(probe.question)
+        prepared = memory.prepare(probe.question, use=False, now=memory.store.clock)
         retrieval_ms.append((time.perf_counter() - t0) * 1000)
-        # The hit check reads the context the LLM would be handed (trimmed to its token limit),
-        # not everything retrieval returned: a fact trimmed away is a fact the answer cannot use.
-        prompt = build_prompt(retrieval.question, retrieval, memory.tokenizer, opts.answer.context_tokens)
-        text = "\n".join(m["content"] for m in prompt.messages)
+        # The hit check reads the context the LLM would be handed (cut to its token limit), not
+        # everything recall returned: a fact cut away is a fact the answer cannot use.
+        prompt = prepared.prompt
+        text = "\n".join(m["content"] for m in prompt.messages) if prompt is not None else ""
         hits += probe.found_in(text)
         stale += probe.stale_in(text)
-        context_tokens.append(prompt.context_tokens)
+        context_tokens.append(prompt.context_tokens if prompt is not None else 0)
     n = len(probes)
     times = list(ingest_ms)
     return ScalePoint(

@@ -24,11 +24,11 @@ from .records import Evidence, Utterance
 
 SYSTEM = "You answer questions about past conversations, using only the notes you are given."
 
+# No example values: a small model copies an example date or name into its answer.
 RULES = (
-    "Answer with a short phrase, using the words of the notes where you can: a name, a thing, a place, "
-    "a number, a date for a when-question (like 7 May 2023, or the week before 9 June 2023), or the items "
-    "separated by commas for a question that asks for several. Do not explain. "
-    "If the notes do not say, answer: not mentioned."
+    "Answer with a short phrase, using the words of the notes where you can: a name, a thing, a place or "
+    "a number; for a when-question, the date as the notes give it; for a question that asks for several "
+    "things, the items separated by commas. Do not explain. If the notes do not say, answer: not mentioned."
 )
 
 DONT_KNOW = "Not mentioned."

@@ -328,7 +328,7 @@ class Memory:
         given = self.recall_filter(since=since, until=until, speaker=speaker)
         now = _time.time() if now is None else now
         opts = self.settings.memory
-        reading = read_question(q, [sp.name for sp in self.store.speakers()], now, self.settings.zone)
+        reading = read_question(q, self.store.speaker_names(), now, self.settings.zone)
         window = self._with_inferred(given, reading)
         vector = self._embedder.encode_one(reading.topic)
         found = recall(self.store, reading, vector, window, opts.retrieval, opts.utility, self.store.clock)

@@ -196,6 +196,9 @@ class ProStream:
             self._mount(d)
             report = enforce_budget(self.store, self.options.budget, self.options.utility, self.store.clock)
             self.store.remove_pending(d.block.id)
+        if report.pruned or report.merged:
+            # Pruned lines linger in the line index until it is compacted (amortised, see Store).
+            self.store.compact_line_index()
         return report
 
     def _mount(self, d: Distillation) -> None:

@@ -153,6 +153,10 @@ class Store:
     def speakers(self) -> list[Speaker]:
         return self._speakers("", ())
 
+    def speaker_names(self) -> list[str]:
+        """Every speaker's name (without counting their speech, which scans the archive)."""
+        return [r[0] for r in self.db.all("SELECT name FROM speakers ORDER BY id")]
+
     def find_speaker(self, key: str | int) -> Speaker | None:
         """A speaker by id (a number) or by exact name."""
         found = self._speakers("WHERE s.id = ?" if isinstance(key, int) else "WHERE s.name = ?", (key,))

@@ -1,0 +1,123 @@
+"""The answer's context and the answer frame, with the real tokenizer of the answering LLM."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from assistant.llm import load_tokenizer
+from assistant.memory.answer import DONT_KNOW, build_prompt, cited_evidence, frame, says_unknown, strip_citations
+from assistant.memory.context import Candidate, adds_words, build_context, render
+from assistant.memory.records import Evidence
+from assistant.models import resolve
+
+from .conftest import open_memory
+
+LISBON = ZoneInfo("Europe/Lisbon")
+# Monday 14 August 2023, 23:30 in Lisbon (22:30 UTC): the local date and the UTC date agree here;
+# 23:30 UTC would be the 15th in Lisbon.
+MONDAY = datetime(2023, 8, 14, 22, 30, tzinfo=UTC).timestamp()
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tmp_path_factory):
+    mem = open_memory(tmp_path_factory.mktemp("tok"))
+    source = str(resolve(mem.settings, "llm").path)
+    mem.close()
+    return load_tokenizer(source)
+
+
+def _ev(uid: int, speaker: str, text: str, t: float) -> Evidence:
+    return Evidence(uid, speaker, t, text)
+
+
+def test_lines_are_shown_by_day_in_time_order_with_their_dates_resolved():
+    late = datetime(2023, 8, 14, 23, 30, tzinfo=UTC).timestamp()  # 00:30 on the 15th in Lisbon
+    lines = [
+        Candidate(_ev(2, "Ana", "I went to the support group yesterday.", late)),
+        Candidate(_ev(1, "Sam", "How was your weekend?", MONDAY)),
+    ]
+    text = render(lines, LISBON)
+    assert text == (
+        "14 August 2023:\n"
+        "Sam: How was your weekend?\n"
+        "\n"
+        "15 August 2023:\n"
+        "Ana: I went to the support group yesterday (14 August 2023)."
+    )
+    # No clock times, unit counts or numbered citations for a small model to copy.
+    assert not re.search(r"\d\d:\d\d|amu|\[\d+\]", text)
+
+
+def test_the_cap_drops_the_least_relevant_lines_first(tokenizer):
+    best = _ev(1, "Ana", "The Lisbon trip moves to May.", MONDAY)
+    filler = [_ev(10 + i, "Sam", f"Unrelated remark number {i} about the weather.", MONDAY + 60 * i) for i in range(40)]
+    context = build_context([Candidate(best), *(Candidate(e) for e in filler)], tokenizer, 120, LISBON)
+    assert context.tokens <= 120 and tokenizer.count(context.text) == context.tokens
+    assert best in context.sources  # the best line is never the one cut
+    shown = {e.utterance_id for e in context.sources}
+    # What fits is a prefix of the ranking: no line is kept while a better one was dropped.
+    assert shown == {1} | {10 + i for i in range(len(shown) - 1)}
+    assert list(context.sources) == sorted(context.sources, key=lambda e: e.time)
+
+
+def test_repeated_lines_are_quoted_once_and_long_lines_are_cut_to_what_matches(tokenizer):
+    long = _ev(
+        3,
+        "Melanie",
+        "Hey Caroline! So good to hear from you. The kids are fine. "
+        "I signed up for a pottery class yesterday and loved it. Anyway, how is work going for you these days?",
+        MONDAY,
+    )
+    candidates = [
+        Candidate(_ev(1, "Ana", "I love pottery.", MONDAY)),
+        Candidate(_ev(2, "Ana", "I love pottery!", MONDAY + 5)),
+        Candidate(_ev(4, "Sam", "Nice.", MONDAY + 9)),
+        Candidate(long),
+    ]
+    context = build_context(candidates, tokenizer, 300, LISBON, terms=("pottery", "class"), whole=2, trim_above=20)
+    assert [e.utterance_id for e in context.sources] == [1, 3, 4]
+    assert "I signed up for a pottery class yesterday (13 August 2023) and loved it." in context.text
+    assert "how is work going" not in context.text and "…" in context.text
+    # Lines within the first `whole` are never cut.
+    whole = build_context([Candidate(long)], tokenizer, 300, LISBON, terms=("pottery",), whole=1, trim_above=20)
+    assert "how is work going" in whole.text
+
+
+def test_a_summary_is_shown_only_when_it_adds_words():
+    lines = [_ev(1, "Sam", "I booked the flights to Lisbon.", MONDAY)]
+    assert not adds_words("Sam: I booked the flights", lines)
+    assert adds_words("Sam plans a family holiday in Portugal", lines)
+    text = render([Candidate(lines[0], "Sam plans a family holiday in Portugal")], LISBON)
+    assert "(Sam plans a family holiday in Portugal)\nSam: I booked" in text
+
+
+def test_the_frame_asks_for_a_short_answer_after_the_context():
+    messages = frame("14 August 2023:\nSam: The trip moves to May.", "When is the trip?")
+    user = messages[-1]["content"]
+    assert messages[0]["role"] == "system" and user.index("Sam: The trip") < user.index("Question: When is the trip?")
+    assert "short phrase" in user and "not mentioned" in user and user.endswith("Answer:")
+    # Questions asked of one context share its whole prefix (llama.cpp evaluates it once).
+    other = frame("14 August 2023:\nSam: The trip moves to May.", "Who is going?")[-1]["content"]
+    prefix = user[: user.index("Question:")]
+    assert other.startswith(prefix)
+    assert frame("", "Anything?")[-1]["content"].count("(none)") == 1
+
+
+def test_not_mentioned_is_read_as_not_knowing_and_cites_nothing():
+    assert says_unknown(DONT_KNOW) and says_unknown("Not mentioned in the notes.") and says_unknown("I don't know")
+    assert not says_unknown("7 May 2023")
+    assert strip_citations("In May [1][2].") == "In May."
+
+
+def test_an_answer_is_traced_to_the_lines_it_rests_on(tokenizer):
+    went = _ev(1, "Ana", "I went to the support group yesterday.", MONDAY)
+    other = _ev(2, "Sam", "Did everyone see the email?", MONDAY + 60)
+    prompt = build_prompt("When?", build_context([Candidate(went), Candidate(other)], tokenizer, 300, LISBON))
+    # The date the model read beside "yesterday" leads back to the line.
+    assert cited_evidence("13 August 2023", prompt, LISBON) == (went,)
+    assert cited_evidence("the support group", prompt, LISBON) == (went,)
+    assert cited_evidence("Purple elephants.", prompt, LISBON) == ()
