@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC
 from itertools import pairwise
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from assistant.embed import load_embedder
 from assistant.errors import InputError
 from assistant.llm import LLM, load_tokenizer
 from assistant.memory.answer import frame
+from assistant.memory.records import Utterance
 from assistant.models import resolve
 from assistant.transcripts import read_conversations
 
@@ -425,9 +427,11 @@ def test_full_drops_the_oldest_lines_in_chunks_when_the_window_overflows(tmp_pat
     probe = FullContextSystem(env)
     overhead = env.long_answerer.frame_tokens(question) + env.long_answerer.max_tokens
     # Room for about sixteen of the tiny conversation's lines, streamed three times over.
-    per_line = env.long_answerer.tokenizer.count(render_lines("Conversation History", conv.utterances)) / 11
+    per_line = env.long_answerer.tokenizer.count(render_lines(conv.utterances, UTC)) / 11
     system = FullContextSystem(env, window=overhead + 128 + int(16 * per_line))
-    utterances = [u for _ in range(3) for u in conv.utterances]
+    # Each repeat after the one before: the context shows lines in time order, as a stream has them.
+    span = conv.utterances[-1].time - conv.utterances[0].time + 86_400
+    utterances = [Utterance(u.speaker, u.text, u.time + k * span) for k in range(3) for u in conv.utterances]
     prompts: list[tuple[int, str, str]] = []
     kept = 0
     for position, u in enumerate(utterances):

@@ -1,8 +1,8 @@
 """Evidence-grounded answers: the frame every system answers through, and the evidence an answer rests on.
 
-The frame asks for what LoCoMo-style recall questions want and what a small model can give: a
-short phrase in the context's own words, a date for a when-question, comma-separated parts for
-a list, and "not mentioned" when the context has nothing. The model is not asked to cite: the
+The frame asks for what recall questions want and what a small model can give: the answer alone,
+in as few words as possible, comma-separated parts for a list, and "not mentioned" when the
+context has nothing. The model is not asked to cite: the
 lines an answer rests on are recovered afterwards by matching its words to the context's lines
 (small models cite loosely, and the citation syntax cost tokens and copied into answers).
 
@@ -24,11 +24,12 @@ from .records import Evidence, Utterance
 
 SYSTEM = "You answer questions about past conversations, using only the notes you are given."
 
-# No example values: a small model copies an example date or name into its answer.
+# Measured on LoCoMo development questions with the 0.5B answerer (BENCHMARKS.md): a request for
+# "as few words as possible" (with a list for a question that asks for several things) beat longer
+# rules, and no example values: a small model copied an example date, or the rules' own words.
 RULES = (
-    "Answer with a short phrase, using the words of the notes where you can: a name, a thing, a place or "
-    "a number; for a when-question, the date as the notes give it; for a question that asks for several "
-    "things, the items separated by commas. Do not explain. If the notes do not say, answer: not mentioned."
+    "Reply with the answer only, in as few words as possible; if the question asks for several things, list "
+    "them separated by commas. If the notes do not contain it, reply: not mentioned."
 )
 
 DONT_KNOW = "Not mentioned."
@@ -95,8 +96,3 @@ def cited_evidence(text: str, prompt: Prompt, zone: tzinfo) -> tuple[Evidence, .
 def strip_citations(text: str) -> str:
     """An answer without bracketed source numbers ("In May [1][2]." -> "In May."), which some models add anyway."""
     return re.sub(r"\s*\[\d{1,3}\](?:\s*\[\d{1,3}\])*", "", text).strip()
-
-
-def cite_line(number: int, ev: Evidence) -> str:
-    """TEMPORARY: the old numbered line, until the benchmark baselines render through context.render."""
-    return f"[{number}] {ev.speaker}: {ev.text}"

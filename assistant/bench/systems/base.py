@@ -11,12 +11,14 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import tzinfo
 from pathlib import Path
 
 from ...config import Settings
 from ...embed import Embedder
 from ...llm import LLM, Tokenizer
-from ...memory.answer import as_evidence, cite_line, frame, strip_citations
+from ...memory.answer import as_evidence, frame, strip_citations
+from ...memory.context import Candidate, render
 from ...memory.records import Utterance
 
 
@@ -76,10 +78,10 @@ class Answerer:
         return self.tokenizer.count(text) + 16
 
 
-def render_lines(heading: str, utterances: Sequence[Utterance]) -> str:
-    """Numbered, dated lines: the baselines' context, in the same form the memory quotes sources."""
-    lines = [cite_line(n, as_evidence(u)) for n, u in enumerate(utterances, start=1)]
-    return f"## {heading}:\n" + ("\n".join(lines) or "(empty)")
+def render_lines(utterances: Sequence[Utterance], zone: tzinfo) -> str:
+    """The baselines' context, shown exactly as the memory shows its lines: by day, in time order,
+    each with its speaker and its relative dates resolved (`memory/context.py`)."""
+    return render([Candidate(as_evidence(u)) for u in utterances], zone)
 
 
 @dataclass(frozen=True)

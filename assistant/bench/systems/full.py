@@ -16,8 +16,6 @@ import time
 from ...memory.records import Utterance
 from .base import Context, Environment, System, render_lines
 
-HEADING = "Conversation History"
-
 # On overflow the oldest lines go until the history fills at most this share of its room: the kept
 # prefix is then read again once per quarter-window of stream, and the context never holds less
 # than three quarters of what fits.
@@ -34,6 +32,7 @@ class FullContextSystem(System):
     )
 
     def __init__(self, env: Environment, window: int | None = None) -> None:
+        self._zone = env.settings.zone
         self.answerer = env.long_answerer
         self.window = window or env.long_answerer.n_ctx
         self.drops = 0  # times the oldest lines were dropped (each costs one re-read of the rest)
@@ -42,14 +41,13 @@ class FullContextSystem(System):
         # Exact after every fit, the running sum of line estimates in between.
         self._kept_tokens = 0
         self._rendered: tuple[str, int] | None = None  # the context and its tokens, until a line comes or goes
-        self._heading_tokens = self.answerer.tokenizer.count(render_lines(HEADING, []))
 
     def _room(self, question: str) -> int:
         return self.window - self.answerer.frame_tokens(question) - self.answerer.max_tokens
 
     def _render(self) -> tuple[str, int]:
         if self._rendered is None:
-            text = render_lines(HEADING, self._history)
+            text = render_lines(self._history, self._zone)
             self._rendered = (text, self.answerer.tokenizer.count(text))
         return self._rendered
 
@@ -73,7 +71,8 @@ class FullContextSystem(System):
         u = Utterance(utterance.speaker, utterance.text, utterance.time, position)
         # What one line adds, estimated from it rendered alone; the whole is counted exactly only
         # when the estimates say it may not fit (a tokenization of the whole window costs ~50 ms).
-        tokens = max(1, self.answerer.tokenizer.count(render_lines(HEADING, [u])) - self._heading_tokens + 1)
+        # Rendered alone a line carries its own date line, so the estimate errs high, never low.
+        tokens = max(1, self.answerer.tokenizer.count(render_lines([u], self._zone)) + 1)
         self._history.append(u)
         self._line_tokens.append(tokens)
         self._kept_tokens += tokens

@@ -14,6 +14,7 @@ class RagSystem(System):
     description = "top-k archived utterances by embedding cosine (sqlite-vec KNN), shown in time order"
 
     def __init__(self, env: Environment) -> None:
+        self._zone = env.settings.zone
         self._embedder = env.embedder
         self.answerer = env.answerer
         self._k = env.settings.bench.rag_k
@@ -36,7 +37,7 @@ class RagSystem(System):
         started = time.perf_counter()
         hits = self._store.search_utterances(self._embedder.encode_one(question), self._k)
         shown = sorted((u for u, _ in hits), key=lambda u: (u.time, u.id or 0))
-        text = render_lines("Retrieved Memory", shown)
+        text = render_lines(shown, self._zone)
         retrieval_ms = (time.perf_counter() - started) * 1000
         positions = frozenset(self._position[u.id] for u in shown if u.id in self._position)
         return Context(text, positions, self.answerer.tokenizer.count(text), retrieval_ms)

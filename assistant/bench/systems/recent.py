@@ -14,6 +14,7 @@ class RecentSystem(System):
     description = "the short-term sensing buffer alone (STSB with the memory's drift and capacity cuts)"
 
     def __init__(self, env: Environment) -> None:
+        self._zone = env.settings.zone
         self._embedder = env.embedder
         self.answerer = env.answerer
         self._buffer = SensingBuffer(env.settings.memory.stsb, [], [], None)
@@ -29,7 +30,7 @@ class RecentSystem(System):
     def context(self, question: str) -> Context:
         started = time.perf_counter()
         shown = self._buffer.visible
-        text = render_lines("Short-term Memory", shown)
+        text = render_lines(shown, self._zone)
         retrieval_ms = (time.perf_counter() - started) * 1000
         positions = frozenset(u.id for u in shown if u.id is not None)
         return Context(text, positions, self.answerer.tokenizer.count(text), retrieval_ms)

@@ -11,26 +11,24 @@ import time
 from ...memory.records import Utterance
 from .base import Context, Environment, System, render_lines
 
-HEADING = "Conversation History"
-
 
 class RecentWindowSystem(System):
     name = "recent-window"
     description = "the most recent history that fits llm.n_ctx (less the frame and the answer), the shared answerer"
 
     def __init__(self, env: Environment) -> None:
+        self._zone = env.settings.zone
         self.answerer = env.answerer
         self._n_ctx = env.answerer.n_ctx
         self._history: list[Utterance] = []
         self._line_tokens: list[int] = []
-        self._heading_tokens = self.answerer.tokenizer.count(render_lines(HEADING, []))
 
     def add(self, position: int, utterance: Utterance) -> None:
         u = Utterance(utterance.speaker, utterance.text, utterance.time, position)
         self._history.append(u)
-        # One line rendered alone, less the heading, +1 for the newline between lines: an estimate,
-        # which context() corrects by counting what it renders.
-        line = self.answerer.tokenizer.count(render_lines(HEADING, [u])) - self._heading_tokens + 1
+        # One line rendered alone, +1 for the newline between lines: an estimate (high, since alone
+        # it carries its own date line), which context() corrects by counting what it renders.
+        line = self.answerer.tokenizer.count(render_lines([u], self._zone)) + 1
         self._line_tokens.append(max(1, line))
 
     def _window(self, question: str) -> list[Utterance]:
@@ -50,7 +48,7 @@ class RecentWindowSystem(System):
         shown = self._window(question)
         start = len(self._history) - len(shown)
         room = self._n_ctx - self.answerer.frame_tokens(question) - self.answerer.max_tokens
-        text = render_lines(HEADING, shown)
+        text = render_lines(shown, self._zone)
         tokens = self.answerer.tokenizer.count(text)
         # The estimates may fall short of the rendered whole: trim the oldest lines by the excess
         # at once (one line at a time would re-count ~3,000 tokens per line).
@@ -61,7 +59,7 @@ class RecentWindowSystem(System):
                 cut += 1
             start += max(cut, 1)
             shown = shown[max(cut, 1) :]
-            text = render_lines(HEADING, shown)
+            text = render_lines(shown, self._zone)
             tokens = self.answerer.tokenizer.count(text)
         positions = frozenset(u.id for u in shown if u.id is not None)
         return Context(text, positions, tokens, (time.perf_counter() - started) * 1000)
