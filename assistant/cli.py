@@ -235,7 +235,7 @@ def _ask_daemon(client: Any, question: str, timings: bool, recall: dict[str, Any
         elif event["type"] == "answer":
             click.echo()
             for ev in event["evidence"]:
-                click.secho("  \u2514 " + Evidence(**ev).cite(), fg="cyan")
+                click.secho("  \u2514 " + Evidence(**ev).cite(zone), fg="cyan")
             _show_filter(event.get("filter"), zone)
             if timings:
                 click.echo(
@@ -401,7 +401,7 @@ def listen(ctx: click.Context, device: str | None) -> None:
 
         def show(heard: Heard) -> None:
             u = heard.utterance
-            click.echo(f"[{format_time(u.time)}] {click.style(u.speaker, bold=True)}: {u.text}")
+            click.echo(f"[{format_time(u.time, settings.zone)}] {click.style(u.speaker, bold=True)}: {u.text}")
 
         try:
             with source:

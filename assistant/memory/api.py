@@ -204,6 +204,7 @@ class Memory:
         return {
             "embedder": s.models.embedder,
             "llm": s.models.llm,
+            "time_zone": s.time_zone,
             "memory": dataclasses.asdict(s.memory),
         }
 

@@ -65,7 +65,7 @@ def _tree_arm(
                 best[ev.utterance_id] = score
     held = set(store.held_ids_among(best))
     ranked = sorted(((u, s) for u, s in best.items() if u in held), key=lambda t: -t[1])
-    return ranked[: options.dense_k], paths
+    return ranked[: options.max_lines], paths
 
 
 def recall(
