@@ -188,6 +188,12 @@ def kill_leftovers() -> None:
             d.process.wait()
 
 
+# The product's default answerer, for tests that check what an answer says: the 0.5B model that
+# keeps the other daemon tests quick answers "When do we fly out?" with the day the words were
+# said, not the day they name.
+ANSWERER = "qwen2.5-coder-1.5b-instruct-q4km"
+
+
 def daemon_config(
     root: Path, *, llm: str = "qwen2.5-coder-0.5b-instruct", budget: int = 32768, extra: str = ""
 ) -> DaemonProcess:

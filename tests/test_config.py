@@ -66,7 +66,7 @@ def test_xdg_config_home_is_read(tmp_path, monkeypatch):
         ("memory: [1, 2]\n", "memory must be a mapping"),
         ("memory:\n  stsb: {capacity: 3, min_block: 4}\n", "min_block (4) cannot exceed memory.stsb.capacity (3)"),
         ("memory:\n  budget:\n    token_budget: true\n", "must be int, got bool"),
-        ("llm: {n_ctx: 1024}\n", "must fit in llm.n_ctx"),
+        ("llm: {n_ctx: 512}\nmemory: {answer: {context_tokens: 500}}\n", "must fit in llm.n_ctx"),
         ("memory:\n  budget: {\n", "invalid YAML"),
     ],
 )

@@ -44,10 +44,10 @@ def test_asking_counts_as_use_of_the_retrieved_nodes(memory):
     memory.add_many(sample())
     before = {n.id: n.frequency for n in memory.store.nodes()}
     retrieval = memory.search("Who looks after Biscuit the beagle?", use=True)
-    # The nodes resting on the best lines (and their events) are used; nothing else is.
+    # The nodes resting on the best lines, and the nodes just above them, are used; nothing else is.
     top = retrieval.lines[: memory.settings.memory.retrieval.max_events]
     resting = {nid for ids in memory.store.node_ids_of(r.evidence.utterance_id for r in top).values() for nid in ids}
-    used = resting | {n.parent_id for n in memory.store.nodes_by_id(resting) if n.level is Level.AMU}
+    used = resting | {n.parent_id for n in memory.store.nodes_by_id(resting) if n.parent_id is not None}
     after = {n.id: n.frequency for n in memory.store.nodes()}
     assert used and all(after[i] == before[i] + 1 for i in used)
     assert all(after[i] == before[i] for i in after if i not in used)

@@ -26,7 +26,16 @@ from assistant.tui.dialogs import ConfirmScreen, ContextScreen, HelpScreen, Name
 from assistant.tui.memory import MemoryTree, keep
 from assistant.tui.offline import NoDaemonScreen
 
-from .daemon_helpers import PART_ONE, PART_TWO, DaemonProcess, daemon_config, kill_leftovers, make_recording, settled
+from .daemon_helpers import (
+    ANSWERER,
+    PART_ONE,
+    PART_TWO,
+    DaemonProcess,
+    daemon_config,
+    kill_leftovers,
+    make_recording,
+    settled,
+)
 from .fake_portaudio import Playlist
 
 
@@ -45,7 +54,7 @@ def recordings(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory: pytest.TempPathFactory, recordings: tuple[Path, Path]) -> Iterator[DaemonProcess]:
     """One daemon that heard PART_ONE, everything filed. The last test kills and restarts it."""
-    d = daemon_config(tmp_path_factory.mktemp("tui-daemon"))
+    d = daemon_config(tmp_path_factory.mktemp("tui-daemon"), llm=ANSWERER)
     d.shared = True
     try:
         d.start(recordings[0])

@@ -364,7 +364,8 @@ class Memory:
         return RecallFilter(since, until, speaker, tuple(inferred))
 
     def _mark_used(self, lines: list[Evidence]) -> None:
-        """A question used the nodes that rest on the lines it recalled (Eq. 1's f and dt)."""
+        """A question used the nodes that rest on the lines it recalled, and the nodes just above them
+        (Eq. 1's f and dt)."""
         nodes = self.store.node_ids_of(e.utterance_id for e in lines)
         ids = [nid for ns in nodes.values() for nid in ns]
         events = {n.parent_id for n in self.store.nodes_by_id(ids) if n.parent_id is not None}
