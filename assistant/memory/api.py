@@ -368,9 +368,9 @@ class Memory:
         (Eq. 1's f and dt)."""
         nodes = self.store.node_ids_of(e.utterance_id for e in lines)
         ids = [nid for ns in nodes.values() for nid in ns]
-        events = {n.parent_id for n in self.store.nodes_by_id(ids) if n.parent_id is not None}
+        above = {n.parent_id for n in self.store.nodes_by_id(ids) if n.parent_id is not None}
         with self.store.atomic():
-            self.store.touch([*ids, *events], self.store.clock)
+            self.store.touch([*ids, *above], self.store.clock)
 
     def _candidates(self, retrieval: Retrieval) -> list[Candidate]:
         """The recalled lines in order of relevance, each with its event's summary where that adds words,
