@@ -188,22 +188,21 @@ def kill_leftovers() -> None:
             d.process.wait()
 
 
-# The product's default answerer, for tests that check what an answer says: the 0.5B model that
-# keeps the other daemon tests quick answers "When do we fly out?" with the day the words were
-# said, not the day they name.
-ANSWERER = "qwen2.5-coder-1.5b-instruct-q4km"
-
-
 def daemon_config(
-    root: Path, *, llm: str = "qwen2.5-coder-0.5b-instruct", budget: int = 32768, extra: str = ""
+    root: Path, *, llm: str | None = "qwen2.5-coder-0.5b-instruct", budget: int = 32768, extra: str = ""
 ) -> DaemonProcess:
-    """A config for a test daemon; `extra` is appended inside its `daemon:` section."""
+    """A config for a test daemon; `extra` is appended inside its `daemon:` section.
+
+    The 0.5B answerer keeps daemon tests quick; `llm=None` keeps the product's default
+    (config/default.yaml), for tests that check what an answer says: the 0.5B model answers
+    "When do we fly out?" with the day the words were said, not the day they name.
+    """
     root.mkdir(parents=True, exist_ok=True)
     socket = root / "run" / "assistant" / "api.sock"
     config = root / "config.yaml"
+    models = f"models:\n  llm: {llm}\n" if llm is not None else ""
     config.write_text(
-        f"paths:\n  data_dir: {root / 'data'}\n  models_dir: {MODELS_DIR}\n"
-        f"models:\n  llm: {llm}\n"
+        f"paths:\n  data_dir: {root / 'data'}\n  models_dir: {MODELS_DIR}\n{models}"
         f"memory:\n  distill:\n    mode: extractive\n  budget:\n    token_budget: {budget}\n"
         f"daemon:\n  socket: {socket}\n  stop_seconds: 10\n" + extra
     )

@@ -27,7 +27,6 @@ from assistant.tui.memory import MemoryTree, keep
 from assistant.tui.offline import NoDaemonScreen
 
 from .daemon_helpers import (
-    ANSWERER,
     PART_ONE,
     PART_TWO,
     DaemonProcess,
@@ -54,7 +53,8 @@ def recordings(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory: pytest.TempPathFactory, recordings: tuple[Path, Path]) -> Iterator[DaemonProcess]:
     """One daemon that heard PART_ONE, everything filed. The last test kills and restarts it."""
-    d = daemon_config(tmp_path_factory.mktemp("tui-daemon"), llm=ANSWERER)
+    # The default answerer: the chat tests check what it says.
+    d = daemon_config(tmp_path_factory.mktemp("tui-daemon"), llm=None)
     d.shared = True
     try:
         d.start(recordings[0])

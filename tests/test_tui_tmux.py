@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from .daemon_helpers import ANSWERER, PART_ONE, DaemonProcess, daemon_config, kill_leftovers, make_recording, settled
+from .daemon_helpers import PART_ONE, DaemonProcess, daemon_config, kill_leftovers, make_recording, settled
 from .requirements import need_binary
 
 
@@ -56,7 +56,8 @@ def answer_in(pane: str, question: str) -> str:
 @pytest.mark.slow
 def test_ask_and_quit_in_tmux(tmp_path: Path) -> None:
     need_binary("tmux", "tmux")
-    d: DaemonProcess = daemon_config(tmp_path / "d", llm=ANSWERER)
+    # The default answerer: the test checks what it says.
+    d: DaemonProcess = daemon_config(tmp_path / "d", llm=None)
     d.start(make_recording(tmp_path / "audio", PART_ONE))
     d.wait_for(settled, "the recording to be filed")
     server = f"assistant-tui-test-{time.monotonic_ns()}"
