@@ -368,11 +368,14 @@ def _ingest_audio(ctx: click.Context, file: Path, realtime: bool, start: float |
 
             report = listener.run(source.blocks(), settings, on_audio=advanced)
         names = {sp.id: sp.name for sp in memory.speakers()}
-        found = ", ".join(names.get(i, str(i)) for i in sorted(report.speakers)) or "none"
+        # A speaker the re-clustering emptied is gone; those it founded were heard too.
+        heard = sorted((report.speakers | report.relabelled_to) & set(names))
+        found = ", ".join(names[i] for i in heard) or "none"
         minutes, seconds = divmod(round(report.audio_seconds), 60)
+        relabelled = f" ({report.relabelled} relabelled by re-clustering)" if report.relabelled else ""
         click.echo(
             f"{file.name}: {minutes}m{seconds:02d}s of audio, {report.segments} speech segments, "
-            f"{report.utterances} utterances remembered; speakers: {found}"
+            f"{report.utterances} utterances remembered{relabelled}; speakers: {found}"
         )
         click.echo(
             f"real-time factor {report.real_time_factor(report.wall_seconds):.2f} (VAD "
@@ -603,6 +606,48 @@ def speakers_merge(ctx: click.Context, keep: str, other: str) -> None:
     with _open(ctx) as mem:
         sp = mem.merge_speakers(keep, other)
         click.echo(f"merged into speaker {sp.id} {sp.name!r}: {sp.utterances} utterances")
+
+
+@speakers.command("reassign")
+@click.argument("to")
+@click.option(
+    "--utterance", "utterance_ids", type=click.IntRange(min=1), multiple=True, help="An utterance id (repeat)."
+)
+@click.option("--since", default=None, help="Utterances said from this time on (ISO-8601 or epoch seconds).")
+@click.option("--until", default=None, help="Utterances said before this time.")
+@click.option("--from", "from_speaker", default=None, help="Only those now labelled with this speaker (name or id).")
+@click.pass_context
+def speakers_reassign(
+    ctx: click.Context,
+    to: str,
+    utterance_ids: tuple[int, ...],
+    since: str | None,
+    until: str | None,
+    from_speaker: str | None,
+) -> None:
+    """TO said these utterances: by --utterance id, or by --since/--until and/or --from; the
+    transcript, the memory built on them and both voices are corrected."""
+    zone = _settings(ctx).zone
+    window = {"since": _when(since, "--since", zone), "until": _when(until, "--until", zone), "speaker": from_speaker}
+    if not utterance_ids and all(v is None for v in window.values()):
+        raise InputError("say which utterances: --utterance ID, or --since/--until and/or --from SPEAKER")
+    client = _daemon(ctx)
+    if client is not None:
+        with client:
+            out = client.reassign(to, list(utterance_ids), **window)
+        sp, moved, removed = Speaker(**out["speaker"]), out["moved"], out["removed_speakers"]
+    else:
+        with _open(ctx) as mem:
+            ids = list(utterance_ids)
+            if any(v is not None for v in window.values()):
+                ids += mem.utterances_between(window["since"], window["until"], window["speaker"])
+            if not ids:
+                raise InputError("no utterances match: nothing to reassign")
+            result = mem.reassign(ids, to)
+        sp, moved, removed = result.speaker, list(result.moved), list(result.removed_speakers)
+    click.echo(f"{len(moved)} utterance(s) now said by speaker {sp.id} {sp.name!r}")
+    if removed:
+        click.echo(f"removed speaker(s) left with nothing: {', '.join(map(str, removed))}")
 
 
 @speakers.command("enroll")

@@ -180,11 +180,25 @@ class SttOptions:
 
 
 @dataclass(frozen=True)
+class ReclusterOptions:
+    enabled: bool
+    every_seconds: float = _range(1.0, 3600.0)
+    window: int = _range(10, 10_000)
+    min_seconds: float = _range(0.0, 60.0)
+    min_utterances: int = _range(3, 10_000)
+    max_speakers: int = _range(2, 50)
+    min_silhouette: float = _range(-1.0, 1.0)
+    min_cluster_utterances: int = _range(1, 1000)
+    min_cluster_seconds: float = _range(0.0, 3600.0)
+
+
+@dataclass(frozen=True)
 class DiarizationOptions:
     match_threshold: float = _range(-1.0, 1.0)
     margin: float = _range(0.0, 2.0)
     min_new_speaker_seconds: float = _range(0.0, 60.0)
     centroid_weight: float = _range(0.0, 1.0)
+    recluster: ReclusterOptions
 
 
 @dataclass(frozen=True)

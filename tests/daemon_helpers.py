@@ -214,6 +214,7 @@ class Transcript:
 
     def __init__(self, daemon: DaemonProcess) -> None:
         self.events: list[dict[str, Any]] = []
+        self.relabels: list[dict[str, Any]] = []
         self.skipped = 0
         self._client = daemon.client()
         self._thread = threading.Thread(target=self._read, daemon=True)
@@ -228,6 +229,8 @@ class Transcript:
                     event = json.loads(line)
                     if event["type"] == "utterance":
                         self.events.append(event)
+                    elif event["type"] == "relabel":
+                        self.relabels.append(event)
                     elif event["type"] == "skipped":
                         self.skipped += event["count"]
         except (httpx.TransportError, httpx.StreamError):

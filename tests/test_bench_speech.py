@@ -228,3 +228,59 @@ def test_the_benchmark_hears_a_spoken_dialogue_and_scores_it(tmp_path):
     assert all(0.3 < d["delay"] < 10 for d in conv["realtime"]["delays"])
     assert (tmp_path / "audio" / "talk-1.wav").exists() and (tmp_path / "audio" / "realtime" / "talk-1.wav").exists()
     assert "| talk-1 |" in out_md.read_text()
+
+
+# --- the voice matrix --------------------------------------------------------------------------
+
+
+def test_every_matrix_set_gives_each_voice_turns_by_its_pattern():
+    import itertools
+    import random
+
+    from assistant.bench.voice_matrix import BACKCHANNEL, SETS, set_script, speaker_order
+
+    assert len(SETS) >= 12 and len({s.name for s in SETS}) == len(SETS)
+    assert {len(s.voices) for s in SETS} >= {2, 3, 4}
+    source = [f"Line number {i} of the conversation." for i in range(50)]
+    for i, speaker_set in enumerate(SETS):
+        lines = set_script(speaker_set, i, source, 24, seed=0)
+        assert len(lines) == 24
+        assert {line.speaker for line in lines} == set("ABCD"[: len(speaker_set.voices)])
+        # Seeded: the same plan every run.
+        assert lines == set_script(speaker_set, i, source, 24, seed=0)
+    assert speaker_order("guest", 3, 10, random.Random(0)) == [0, 1, 0, 1, 2, 0, 1, 0, 1, 2]
+    assert speaker_order("monologue", 2, 8, random.Random(0)) == [0, 0, 0, 0, 0, 0, 1, 0]
+    order = speaker_order("round", 4, 24, random.Random(0))
+    assert set(order) == {0, 1, 2, 3} and all(a != b for a, b in itertools.pairwise(order))
+    back = next(s for s in SETS if s.pattern == "backchannel")
+    replies = [line.text for line in set_script(back, 0, source, 24, seed=0) if line.speaker == "B"]
+    assert sum(r in BACKCHANNEL for r in replies) == len(replies) // 2
+
+
+def test_the_matrix_refuses_sets_it_does_not_have(tmp_path):
+    data = locomo_file(tmp_path / "talks.json", {"talk-1": DIALOGUE})
+    code, out = bench(tmp_path, "--data", str(data), "--matrix", "--sets", "0,99")
+    assert code == 4 and "--sets: no set 99" in out
+    code, out = bench(tmp_path, "--data", str(data), "--matrix", "--sets", "first")
+    assert code == 4 and "--sets takes set numbers" in out
+
+
+def test_the_matrix_hears_a_speaker_set_and_scores_it(tmp_path):
+    data = locomo_file(tmp_path / "talks.json", {"talk-1": SHORT_DIALOGUE + DIALOGUE})
+    out_json, out_md = tmp_path / "matrix.json", tmp_path / "matrix.md"
+    code, out = bench(
+        tmp_path,
+        *("--data", str(data), "--stt", "whisper-tiny.en", "--matrix", "--sets", "4", "--turns", "6"),
+        *("--json", str(out_json), "--markdown", str(out_md)),
+    )
+    assert code == 0, out
+    report = json.loads(out_json.read_text())
+    assert report["format"] == "assistant-bench-voice-matrix/1" and report["meta"]["turns"] == 6
+    (only,) = report["sets"]
+    assert only["name"] == "f3/gb-f4" and only["speakers"] == 2 and only["turns"] == 6
+    assert only["found"] == 2 and only["attribution"] > 0.8 and only["wer"] < 0.4
+    summary = report["summary"]
+    assert summary["sets"] == 1 and summary["count_exact"] == 1
+    assert summary["attribution_median"] == summary["attribution_worst"] == only["attribution"]
+    assert 0 < summary["chain_rtf"] < 1
+    assert "| f3/gb-f4 | female pair | 2 of 2 |" in out_md.read_text()

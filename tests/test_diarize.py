@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from assistant.audio.records import SAMPLE_RATE
-from assistant.config import DiarizationOptions
+from assistant.config import DiarizationOptions, load_settings
 from assistant.errors import InputError, ModelError
 from assistant.speech.diarize import EMBEDDING_DIM, Diarizer, diarizer_from_settings
 from assistant.speech.records import Piece, Speaker
@@ -56,7 +56,8 @@ def diarizer(tmp_path) -> Diarizer:
 
 def options(**changes: float) -> DiarizationOptions:
     base = {"match_threshold": 0.75, "margin": 0.05, "min_new_speaker_seconds": 1.5, "centroid_weight": 0.1}
-    return DiarizationOptions(**{**base, **changes})
+    recluster = load_settings(user_file=Path("/nonexistent/config.yaml")).diarization.recluster
+    return DiarizationOptions(**{**base, **changes}, recluster=recluster)
 
 
 def attribution(pieces: list[Piece], turns: list[Turn]) -> float:

@@ -189,6 +189,9 @@ def test_lexical_index_is_built_for_a_database_of_an_earlier_version(tmp_path):
     db.execute("DROP TABLE memory_lines")
     db.execute("DROP INDEX pending_utterances_utterance")
     db.execute("DELETE FROM migrations WHERE name = '0003_memory_lines'")
+    # ... and what the later ones made.
+    db.execute("DROP TABLE utterance_voices")
+    db.execute("DELETE FROM migrations WHERE name = '0004_utterance_voices'")
     db.execute("PRAGMA user_version = 2")
     mem.close()
     upgraded = open_memory(data)

@@ -136,3 +136,115 @@ def test_speakers_commands(tmp_path):
     assert bad.returncode == 4 and "no speaker 'Nobody'" in bad.stderr
     after = run(["speakers"], tmp_path).stdout
     assert "Alice" in after and "Speaker 3" not in after
+
+
+def _voice(axis: int) -> np.ndarray:
+    v = np.zeros(256, dtype=np.float32)
+    v[axis] = 1.0
+    return v
+
+
+def test_reassign_moves_lines_their_memory_and_voices(mem):
+    store = mem.store
+    mem.flush()
+    ids = {sp.name: sp.id for sp in mem.speakers()}
+    said = {u.text: u for sp in mem.speakers() for u in store.speaker_utterances(sp.id)}
+    report_line = said[LINES[6][1]]  # Speaker 3 on the report
+    hotel_line = said[LINES[3][1]]  # Speaker 3 on the hotel
+    with store.atomic():
+        # Speaker 3's two lines were heard in two voices; Speaker 1's lines in a third.
+        store.set_utterance_voice(hotel_line.id, _voice(0), 4.0)
+        store.set_utterance_voice(report_line.id, _voice(1), 4.0)
+        for u in store.speaker_utterances(ids["Speaker 1"]):
+            store.set_utterance_voice(u.id, _voice(1), 2.0)
+    quoting = [n for n in store.nodes() if n.text.startswith("Speaker 3: The report is due")]
+    assert quoting
+    before_lines = store.db.scalar("SELECT count(*) FROM utterances")
+
+    result = mem.reassign([report_line.id], "Speaker 1")
+
+    assert result.moved == (report_line.id,) and result.removed_speakers == ()
+    assert result.speaker.id == ids["Speaker 1"] and result.speaker.utterances == 4
+    assert store.utterances([report_line.id])[0].speaker == "Speaker 1"
+    assert store.utterances([hotel_line.id])[0].speaker == "Speaker 3"
+    assert store.db.scalar("SELECT count(*) FROM utterances") == before_lines  # nothing lost or doubled
+    # A node quoting the moved line now names its new speaker; the other line's nodes keep theirs.
+    for node in quoting:
+        assert store.node(node.id).text.startswith("Speaker 1: The report is due")
+    assert "Speaker 3 can look after the hotel" in texts(mem)
+    # Voices follow the lines they rest on: Speaker 3 keeps only the hotel line's voice.
+    three = store.find_speaker(ids["Speaker 3"])
+    assert three.voice is not None and three.voice[0] == pytest.approx(1.0) and three.speech_seconds == 4.0
+    one = store.find_speaker(ids["Speaker 1"])
+    assert one.voice[1] == pytest.approx(1.0) and one.speech_seconds == pytest.approx(10.0)
+    # The moved line embeds under its new name: a search for it by speaker finds it.
+    found = mem.search("When is the report due?", speaker="Speaker 1")
+    assert LINES[6][1] in [r.evidence.text for r in found.lines] + [u.text for u in found.short_term]
+    detail = store.db.scalar("SELECT detail FROM audit WHERE action = 'reassign_utterances'")
+    assert "report" not in detail and "Speaker" not in detail
+    check_invariants(mem)
+
+
+def test_reassign_removes_an_unnamed_speaker_left_empty_and_keeps_named_ones(mem):
+    store = mem.store
+    three = [u.id for u in store.speaker_utterances(store.find_speaker("Speaker 3").id)]
+    result = mem.reassign(three, "Speaker 2")
+    assert store.find_speaker("Speaker 3") is None and len(result.removed_speakers) == 1
+    mem.rename_speaker("Speaker 1", "Sam")
+    sams = [u.id for u in store.speaker_utterances(store.find_speaker("Sam").id)]
+    mem.reassign(sams, "Speaker 2")
+    assert store.find_speaker("Sam") is not None and store.find_speaker("Sam").utterances == 0
+    check_invariants(mem)
+
+
+def test_reassign_refuses_what_does_not_exist_and_changes_nothing(mem):
+    store = mem.store
+    first = store.speaker_utterances(store.find_speaker("Speaker 1").id)[0]
+    with pytest.raises(InputError, match="no utterance 999999"):
+        mem.reassign([first.id, 999999], "Speaker 2")
+    with pytest.raises(InputError, match="no speaker 'Nobody'"):
+        mem.reassign([first.id], "Nobody")
+    with pytest.raises(InputError, match="no utterances"):
+        mem.reassign([], "Speaker 2")
+    assert store.utterances([first.id])[0].speaker == "Speaker 1"
+    assert "reassign_utterances" not in [r[0] for r in store.db.all("SELECT action FROM audit")]
+    # Reassigning a line to the speaker it already has is a no-op.
+    assert mem.reassign([first.id], "Speaker 1").moved == ()
+
+
+def test_speakers_reassign_command(tmp_path):
+    from .test_cli import run
+
+    sample = tmp_path / "talk.jsonl"
+    sample.write_text(
+        "\n".join(f'{{"speaker": "{s}", "text": "{t}", "time": {T0 + 30 * i}}}' for i, (s, t) in enumerate(LINES))
+    )
+    assert run(["ingest", str(sample)], tmp_path).returncode == 0
+    # Speaker 3's lines from the fourth minute on were Speaker 1's.
+    out = run(["speakers", "reassign", "Speaker 1", "--from", "Speaker 3", "--since", str(T0 + 150)], tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "1 utterance(s) now said by speaker" in out.stdout and "'Speaker 1'" in out.stdout
+    listed = run(["speakers"], tmp_path).stdout
+    assert re.search(r"Speaker 1\s+4\s", listed) and re.search(r"Speaker 3\s+1\s", listed), listed
+    # Then the other one by id: Speaker 3 is left with nothing and goes.
+    with open_memory(tmp_path / "data") as mem:
+        hotel = mem.utterances_between(speaker="Speaker 3")
+    out = run(["speakers", "reassign", "Speaker 2", "--utterance", str(hotel[0])], tmp_path)
+    assert out.returncode == 0 and "removed speaker(s) left with nothing" in out.stdout, out.stdout + out.stderr
+    nothing = run(["speakers", "reassign", "Speaker 2"], tmp_path)
+    assert nothing.returncode == 4 and "say which utterances" in nothing.stderr
+    empty = run(["speakers", "reassign", "Speaker 2", "--since", str(T0 + 10_000)], tmp_path)
+    assert empty.returncode == 4 and "no utterances match" in empty.stderr
+
+
+def test_a_forgotten_utterance_takes_its_voice_with_it(mem):
+    from assistant.memory.forget import ForgetFilter
+
+    store = mem.store
+    three = store.find_speaker("Speaker 3")
+    with store.atomic():
+        for u in store.speaker_utterances(three.id):
+            store.set_utterance_voice(u.id, _voice(2), 3.0)
+    assert store.speaker_voice(three.id) is not None
+    mem.forget(ForgetFilter(speaker="Speaker 3"))
+    assert store.db.scalar("SELECT count(*) FROM utterance_voices") == 0

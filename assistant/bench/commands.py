@@ -207,7 +207,10 @@ def scale(
 @click.option("--data", type=click.Path(path_type=Path), default=None, help="A LoCoMo-format JSON file.")
 @click.option("--conversations", default=None, help="Comma-separated sample ids (default: all).")
 @click.option(
-    "--turns", type=click.IntRange(min=2), default=40, show_default=True, help="Turns spoken per conversation."
+    "--turns",
+    type=click.IntRange(min=2),
+    default=None,
+    help="Turns spoken per conversation (default 40), or per speaker set with --matrix (default 24).",
 )
 @click.option(
     "--overlap",
@@ -236,23 +239,32 @@ def scale(
 @click.option(
     "--keep-audio", type=click.Path(file_okay=False, path_type=Path), default=None, help="Keep the recordings here."
 )
+@click.option(
+    "--matrix",
+    is_flag=True,
+    help="Score speaker attribution over many voice sets (pairs, trios, a quartet, back-channel, overlaps, "
+    "a monologue) instead of the two conversations.",
+)
+@click.option("--sets", default=None, help="With --matrix: comma-separated set numbers to hear (default: all).")
 @_outputs
 @click.pass_context
 def speech(
     ctx: click.Context,
     data: Path | None,
     conversations: str | None,
-    turns: int,
+    turns: int | None,
     overlap: float,
     seed: int,
     stt: str | None,
     realtime_turns: int,
     mode: str,
     keep_audio: Path | None,
+    matrix: bool,
+    sets: str | None,
     json_out: Path | None,
     md_out: Path | None,
 ) -> None:
-    """Speak conversations with two synthetic voices, listen with the real chain, score words, voices and speed."""
+    """Speak conversations with synthetic voices, listen with the real chain, score words, voices and speed."""
     import tempfile
 
     from .locomo import default_data
@@ -272,6 +284,10 @@ def speech(
     path = data or default_data(settings)
     if path is None:
         raise InputError(f"no LoCoMo file at bench.locomo_data ({settings.bench.locomo_data}); pass --data FILE")
+    if matrix:
+        _voice_matrix(bench_settings(settings, stt, mode), path, turns or 24, seed, sets, keep_audio, json_out, md_out)
+        return
+    turns = turns or 40
     scripts = read_scripts(path, _csv(conversations), turns)
     check_tools()
     pacing = Pacing(overlap=overlap)
@@ -306,6 +322,40 @@ def speech(
                 progress=progress,
             )
     _publish(speech_json(run), speech_markdown(run), json_out, md_out)
+
+
+def _voice_matrix(
+    settings: Any,
+    path: Path,
+    turns: int,
+    seed: int,
+    sets: str | None,
+    keep_audio: Path | None,
+    json_out: Path | None,
+    md_out: Path | None,
+) -> None:
+    from .voice_matrix import SETS, matrix_json, matrix_markdown, run_matrix
+
+    chosen = list(SETS)
+    if sets:
+        try:
+            numbers = [int(n) for n in _csv(sets)]
+        except ValueError:
+            raise InputError(f"--sets takes set numbers 0-{len(SETS) - 1}, comma-separated; got {sets!r}") from None
+        bad = [n for n in numbers if not 0 <= n < len(SETS)]
+        if bad:
+            raise InputError(f"--sets: no set {bad[0]}; the matrix has sets 0-{len(SETS) - 1}")
+        chosen = [SETS[n] for n in numbers]
+    run = run_matrix(
+        settings,
+        path,
+        turns=turns,
+        seed=seed,
+        sets=chosen,
+        audio_dir=keep_audio,
+        progress=lambda label: click.echo(label, err=True),
+    )
+    _publish(matrix_json(run), matrix_markdown(run), json_out, md_out)
 
 
 @bench.command("daemon")

@@ -470,12 +470,14 @@ def listen(
         listener.warm_up()
         report = listener.run(timed(source.blocks()), settings, on_audio=on_audio)
         names = {sp.id: sp.name for sp in memory.speakers()}
+        # Who said each utterance in the end: the session's re-clustering may have moved it since.
+        final = {u.id: u.speaker for u in memory.store.utterances(f.heard.utterance.id for f in listener.filed)}
     origin = clock0 if clock0 is not None else time.monotonic()
     pieces = tuple(
         HeardPiece(
             f.piece.start - start_time,
             f.piece.end - start_time,
-            names.get(f.heard.speaker_id, str(f.heard.speaker_id)),
+            final.get(f.heard.utterance.id) or names.get(f.heard.speaker_id, str(f.heard.speaker_id)),
             f.heard.utterance.text,
             f.at - origin,
         )

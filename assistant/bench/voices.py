@@ -16,7 +16,7 @@ from __future__ import annotations
 import random
 import shutil
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -159,10 +159,14 @@ def _sox(args: Sequence[str | Path]) -> None:
     _run(["sox", "-D", *args])
 
 
-def cast_voices(speakers: Sequence[str]) -> tuple[Casting, ...]:
-    """One voice per speaker, in order of first appearance."""
+def cast_voices(speakers: Sequence[str], chosen: Mapping[str, Voice] | None = None) -> tuple[Casting, ...]:
+    """One voice per speaker, in order of first appearance: the chosen one, else the next of `VOICES`."""
     order = list(dict.fromkeys(speakers))
-    return tuple(Casting(s, VOICES[i % len(VOICES)]) for i, s in enumerate(order))
+    chosen = chosen or {}
+    missing = [s for s in order if chosen and s not in chosen]
+    if missing:
+        raise ValueError(f"no voice chosen for {', '.join(missing)}")
+    return tuple(Casting(s, chosen.get(s) or VOICES[i % len(VOICES)]) for i, s in enumerate(order))
 
 
 def _audible(path: Path) -> tuple[int, int] | None:
@@ -200,9 +204,12 @@ def build_recording(
     name: str = "conversation",
     pacing: Pacing | None = None,
     seed: int | str = 0,
+    voices: Mapping[str, Voice] | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> Recording:
     """Speak `lines` into `directory/name.wav` (16 kHz mono), spaced and overlapped by `pacing`.
+
+    Each speaker gets `voices[speaker]` when given, else the next voice of `VOICES`.
 
     Random draws are made in the same order for every line, so the recording of the first N lines
     is the start of the recording of all of them (same seed). `progress(1)` is called per line.
@@ -212,7 +219,7 @@ def build_recording(
     directory.mkdir(parents=True, exist_ok=True)
     work = directory / f"{name}-parts"
     work.mkdir(exist_ok=True)
-    cast = cast_voices([line.speaker for line in lines])
+    cast = cast_voices([line.speaker for line in lines], voices)
     voices = {c.speaker: c.voice for c in cast}
     rng = random.Random(f"{seed}:{name}")
     rate = SAMPLE_RATE

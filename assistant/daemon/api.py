@@ -37,7 +37,7 @@ from ..memory.forget import ForgetFilter
 from ..memory.records import Answer, Evidence, RecallFilter, Retrieval, Speaker
 from ..memory.speakers import MAX_ID
 from .client import EARLIEST, LATEST, TIME_FORMS, check_window, parse_when
-from .daemon import Daemon, HeardEvent, QuestionState
+from .daemon import Daemon, HeardEvent, QuestionState, TranscriptEvent
 
 log = logging.getLogger(__name__)
 
@@ -148,6 +148,22 @@ class SpeakerOut(BaseModel):
     utterances: int
     speech_seconds: float
     enrolled: bool
+
+
+class Reassign(Recall):
+    """Utterances said by someone else than their label says: by id, or by a time range and/or the
+    speaker they carry now (`speaker`), or both."""
+
+    to: str = Field(min_length=1, max_length=200, description="Id or name of the speaker who said them.")
+    utterance_ids: list[Annotated[int, Field(ge=1, le=MAX_ID)]] = Field(
+        default_factory=list, max_length=10_000, description="The utterances, by id (as the live transcript gives)."
+    )
+
+
+class ReassignOut(BaseModel):
+    speaker: SpeakerOut
+    moved: list[int] = Field(description="Utterances that changed speaker.")
+    removed_speakers: list[int] = Field(description="Automatically labelled speakers left with nothing, removed.")
 
 
 class StatusOut(BaseModel):
@@ -503,13 +519,13 @@ def create_app(daemon: Daemon) -> FastAPI:
     async def utterances(request: Request) -> StreamingResponse:
         loop = asyncio.get_running_loop()
         backlog = daemon.settings.daemon.subscriber_backlog
-        lines: asyncio.Queue[HeardEvent] = asyncio.Queue(maxsize=backlog)
+        lines: asyncio.Queue[TranscriptEvent] = asyncio.Queue(maxsize=backlog)
         skipped = 0
 
-        def on_heard(event: HeardEvent) -> None:  # the writer thread: never wait here
+        def on_heard(event: TranscriptEvent) -> None:  # the writer thread: never wait here
             loop.call_soon_threadsafe(offer, event)
 
-        def offer(event: HeardEvent) -> None:
+        def offer(event: TranscriptEvent) -> None:
             nonlocal skipped
             if lines.full():
                 lines.get_nowait()  # a slow reader loses the oldest line, never the writer's time
@@ -530,7 +546,8 @@ def create_app(daemon: Daemon) -> FastAPI:
                     if skipped:
                         yield _line({"type": "skipped", "count": skipped})
                         skipped = 0
-                    yield _line({"type": "utterance", **asdict(event)})
+                    kind = "utterance" if isinstance(event, HeardEvent) else "relabel"
+                    yield _line({"type": kind, **asdict(event)})
             finally:
                 unsubscribe()
 
@@ -601,6 +618,19 @@ def create_app(daemon: Daemon) -> FastAPI:
     )
     async def merge_speakers(body: SpeakerMerge) -> SpeakerOut:
         return _speaker(await blocking(daemon.merge_speakers)(body.keep, body.other))
+
+    @app.post(
+        "/utterances/reassign",
+        response_model=ReassignOut,
+        summary="Correct who said what: utterances (by id or time range) go to another speaker, with their memory",
+        responses=errors,
+    )
+    async def reassign(body: Reassign) -> ReassignOut:
+        window = body.limits(daemon.settings.zone)
+        result = await blocking(daemon.reassign)(body.to, body.utterance_ids, **window)
+        return ReassignOut(
+            speaker=_speaker(result.speaker), moved=list(result.moved), removed_speakers=list(result.removed_speakers)
+        )
 
     @app.get("/memory", response_model=list[NodeOut], summary="The memory tree: scene > event > unit")
     async def memory() -> list[NodeOut]:

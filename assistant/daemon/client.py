@@ -216,6 +216,11 @@ class DaemonClient:
     def merge_speakers(self, keep: str, other: str) -> dict[str, Any]:
         return self._call("POST", "/speakers/merge", {"keep": keep, "other": other})
 
+    def reassign(self, to: str, utterance_ids: list[int], **window: Any) -> dict[str, Any]:
+        """Utterances (by id, or `since`/`until`/`speaker`) said by `to`."""
+        body = {"to": to, "utterance_ids": utterance_ids, **{k: v for k, v in window.items() if v is not None}}
+        return self._call("POST", "/utterances/reassign", body)
+
     def memory(self) -> list[dict[str, Any]]:
         return self._call("GET", "/memory")
 

@@ -33,10 +33,10 @@ from ..audio.vad import speech_segments
 from ..config import Settings, parse_quiet_hours
 from ..errors import AssistantError, InputError
 from ..memory import archive
-from ..memory.api import Memory, MemoryStats, TreeNode
+from ..memory.api import Memory, MemoryStats, Reassignment, TreeNode
 from ..memory.forget import ForgetFilter, ForgetPlan, ForgetReport
 from ..memory.records import Answer, Retrieval, Speaker
-from ..speech.chain import Heard, Listener
+from ..speech.chain import Heard, Listener, Relabelled
 from ..speech.records import Transcript
 from .spool import Queued, SegmentQueue
 from .writer import Writer
@@ -61,6 +61,18 @@ class HeardEvent:
     speaker: str
     text: str
     time: float
+
+
+@dataclass(frozen=True)
+class RelabelEvent:
+    """Utterances already sent to subscribers now belong to another speaker (the session's re-clustering)."""
+
+    utterance_ids: tuple[int, ...]
+    speaker_id: int
+    speaker: str
+
+
+TranscriptEvent = HeardEvent | RelabelEvent
 
 
 @dataclass(frozen=True)
@@ -133,7 +145,7 @@ class Daemon:
         # Set when a stop begins, before the API closes: open streams end on it.
         self.closing = False
         self.acknowledged = 0
-        self._listeners: list[Callable[[HeardEvent], None]] = []
+        self._listeners: list[Callable[[TranscriptEvent], None]] = []
         self._stop = threading.Event()
         self._wake_distiller = threading.Event()
         self._llm_lock = threading.Lock()
@@ -215,8 +227,9 @@ class Daemon:
             and all(t.is_alive() or t.name == "capture" for t in self._threads)
         )
 
-    def subscribe(self, callback: Callable[[HeardEvent], None]) -> Callable[[], None]:
-        """Call `callback` (on the writer thread: it must not block) for each filed utterance."""
+    def subscribe(self, callback: Callable[[TranscriptEvent], None]) -> Callable[[], None]:
+        """Call `callback` (on the writer thread: it must not block) for each filed utterance, and
+        for each group of utterances given to another speaker afterwards."""
         self._listeners.append(callback)
         return lambda: self._listeners.remove(callback)
 
@@ -292,16 +305,26 @@ class Daemon:
                 return
 
     def _file(self, segment: SpeechSegment, transcripts: list[Transcript]) -> list[Heard]:
-        heard = self.listener.attribute(segment, transcripts)
+        relabels: list[Relabelled] = []
+        self.listener.on_relabel = relabels.append
+        try:
+            heard = self.listener.attribute(segment, transcripts)
+        finally:
+            self.listener.on_relabel = None
         for h in heard:
             self.acknowledged += 1
-            event = HeardEvent(h.utterance.id, h.speaker_id, h.utterance.speaker, h.utterance.text, h.utterance.time)
-            for callback in list(self._listeners):
-                try:
-                    callback(event)
-                except Exception:
-                    log.exception("a live-transcript subscriber failed")
+            u = h.utterance
+            self._tell(HeardEvent(u.id, h.speaker_id, u.speaker, u.text, u.time))
+        for r in relabels:
+            self._tell(RelabelEvent(r.utterance_ids, r.speaker_id, r.speaker))
         return heard
+
+    def _tell(self, event: TranscriptEvent) -> None:
+        for callback in list(self._listeners):
+            try:
+                callback(event)
+            except Exception:
+                log.exception("a live-transcript subscriber failed")
 
     def quiet_now(self) -> bool:
         """Inside one of daemon.quiet_hours (local time), when it never listens."""
@@ -441,6 +464,33 @@ class Daemon:
 
     def merge_speakers(self, keep: str | int, other: str | int) -> Speaker:
         return self.writer.call(self._relabel, lambda: self.memory.merge_speakers(keep, other))
+
+    def reassign(
+        self,
+        to: str | int,
+        utterance_ids: list[int] | None = None,
+        *,
+        since: float | None = None,
+        until: float | None = None,
+        speaker: str | int | None = None,
+    ) -> Reassignment:
+        """Give utterances (by id, or a time range and/or their current speaker) to `to`; live
+        transcript subscribers are told, as for the re-clustering's own moves."""
+
+        def change() -> Reassignment:
+            ids = list(utterance_ids or [])
+            if since is not None or until is not None or speaker is not None:
+                ids += self.memory.utterances_between(since, until, speaker)
+            if not ids:
+                raise InputError("no utterances match: nothing to reassign")
+            result = self.memory.reassign(ids, to)
+            self.listener.pin(ids)
+            self.listener.reload_voices()
+            if result.moved:
+                self._tell(RelabelEvent(result.moved, result.speaker.id, result.speaker.name))
+            return result
+
+        return self.writer.call(change)
 
     def _relabel(self, change: Callable[[], Speaker]) -> Speaker:
         speaker = change()

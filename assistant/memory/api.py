@@ -65,6 +65,16 @@ class PreparedQuestion:
 
 
 @dataclass(frozen=True)
+class Reassignment:
+    """What `Memory.reassign` did: the speaker the utterances now belong to, which moved, and
+    which automatically labelled speakers were left with nothing and removed."""
+
+    speaker: Speaker
+    moved: tuple[int, ...]
+    removed_speakers: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class TreeNode:
     node: Node
     utility: float
@@ -268,6 +278,76 @@ class Memory:
             self._relabelled(a.id, b.name, a.name)
             self.store.audit("merge_speakers", {"kept": a.id, "merged": b.id})
         return speakers.find(self.store, a.id)
+
+    def utterances_between(
+        self, since: float | None = None, until: float | None = None, speaker: str | int | None = None
+    ) -> list[int]:
+        """Ids of the utterances said in [since, until), by `speaker` (id or name) if given."""
+        if since is None and until is None and speaker is None:
+            raise InputError("give a time range or a speaker: reassigning everything at once is a merge")
+        if since is not None and until is not None and until <= since:
+            raise InputError("the range ends before it starts")
+        who = speakers.find(self.store, speaker).id if speaker is not None else None
+        return self.store.utterance_ids_between(since, until, who)
+
+    def reassign(
+        self, utterance_ids: Iterable[int], to: str | int, *, why: str = "user", remove_empty: bool = True
+    ) -> Reassignment:
+        """These utterances were said by `to` (a speaker's id or name): move them, with the memory built on them.
+
+        In one transaction: the archive, the nodes quoting or summarising those lines, the lines'
+        vectors, and both speakers' voices (recomputed from the voice of every utterance each now
+        holds, except an enrolled voice, which stays as the person recorded it). A speaker the chain
+        labelled ("Speaker 3") and nobody named, left with no utterance, is removed (unless
+        `remove_empty` is false: a caller making several moves in one transaction removes them last).
+        """
+        ids = sorted({int(i) for i in utterance_ids})
+        if not ids:
+            raise InputError("no utterances to reassign")
+        with self.store.atomic():
+            target = speakers.find(self.store, to)
+            found = self.store.utterances(ids)
+            missing = sorted(set(ids) - {u.id for u in found})
+            if missing:
+                raise InputError(f"no utterance {missing[0]} (of {len(ids)} to reassign)")
+            moving = [u for u in found if u.speaker != target.name]
+            if not moving:
+                return Reassignment(target, (), ())
+            speakers.relabel_moved_lines(self.store, self._embedder, self.tokenizer, moving, target.name)
+            former = self.store.move_utterance_ids([u.id for u in moving if u.id is not None], target.id)
+            moved = self.store.utterances(u.id for u in moving)
+            speakers.reembed_lines(self.store, self._embedder, moved)
+            removed = []
+            for sid in (target.id, *former):
+                sp = self.store.find_speaker(sid)
+                if sp is None:
+                    continue
+                if remove_empty and sp.utterances == 0 and not sp.enrolled and speakers.is_automatic_name(sp.name):
+                    self.store.delete_speaker(sid)
+                    removed.append(sid)
+                    continue
+                voice = self.store.speaker_voice(sid)
+                if voice is not None and not sp.enrolled:
+                    self.store.set_voice(sid, voice[0], voice[1])
+            opts = self.settings.memory
+            enforce_budget(self.store, opts.budget, opts.utility, self.store.clock)
+            self.engine.reload_buffer()
+            self.store.audit(
+                "reassign_utterances",
+                {"speaker": target.id, "utterances": len(moved), "from": sorted(former), "by": why},
+            )
+        return Reassignment(speakers.find(self.store, target.id), tuple(u.id for u in moved if u.id), tuple(removed))
+
+    def remove_empty_speakers(self) -> list[int]:
+        """Remove speakers the chain labelled, nobody named or enrolled, who hold no utterance."""
+        gone = [
+            sp.id
+            for sp in self.store.speakers()
+            if sp.utterances == 0 and not sp.enrolled and speakers.is_automatic_name(sp.name)
+        ]
+        for sid in gone:
+            self.store.delete_speaker(sid)
+        return gone
 
     def _relabelled(self, speaker_id: int, old: str, new: str) -> None:
         speakers.relabel_nodes(self.store, self._embedder, self.tokenizer, old, new)

@@ -10,6 +10,7 @@ utterance vectors, which embed "speaker: text".
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -17,7 +18,7 @@ from ..embed import Embedder
 from ..errors import InputError
 from ..llm import Tokenizer
 from ..store.store import Store
-from .records import Level, Speaker
+from .records import Level, Node, Speaker, Utterance
 
 # The largest id SQLite can hold; a larger number names nobody.
 MAX_ID = 2**63 - 1
@@ -66,13 +67,65 @@ def relabel_nodes(store: Store, embedder: Embedder, tokenizer: Tokenizer, old: s
     return len(changed)
 
 
-def reembed_utterances(store: Store, embedder: Embedder, speaker_id: int) -> None:
-    utterances = store.speaker_utterances(speaker_id)
+# The label the chain gives a voice nobody has named yet ("Speaker 3").
+_AUTOMATIC = re.compile(r"Speaker \d+")
+
+
+def is_automatic_name(name: str) -> bool:
+    """Whether a speaker still has the chain's label rather than a name a person gave it."""
+    return _AUTOMATIC.fullmatch(name) is not None
+
+
+def relabel_moved_lines(
+    store: Store, embedder: Embedder, tokenizer: Tokenizer, moved: Sequence[Utterance], new: str
+) -> int:
+    """Rewrite, in the nodes that rest on `moved` utterances, who said them; return how many nodes changed.
+
+    Call before the utterances move (their `speaker` is the old name). A node quoting a moved
+    line ("Speaker 1: I booked the flights") gets the new name on that line; a node whose every
+    line from the old speaker moved (a summary saying "Speaker 1 booked ...") gets the new name
+    throughout. A node that also rests on lines the old speaker keeps is left as it is elsewhere.
+    """
+    moving = {u.id: u for u in moved if u.id is not None}
+    node_ids = {nid for nids in store.node_ids_of(moving).values() for nid in nids}
+    if not node_ids:
+        return 0
+    sources = store.sources(node_ids)
+    changed: list[tuple[Node, str]] = []
+    for node in store.nodes_by_id(sorted(node_ids)):
+        text = node.text
+        for ev in sources.get(node.id, []):
+            u = moving.get(ev.utterance_id)
+            if u is None:
+                continue
+            quoted = f"{u.speaker}: {u.text[:24]}"
+            text = text.replace(quoted, f"{new}: {u.text[:24]}")
+        old_names = {moving[ev.utterance_id].speaker for ev in sources.get(node.id, []) if ev.utterance_id in moving}
+        for old in old_names:
+            kept = [ev for ev in sources.get(node.id, []) if ev.speaker == old and ev.utterance_id not in moving]
+            if not kept:
+                text = replace_name(text, old, new)
+        if text != node.text:
+            changed.append((node, text))
+    if changed:
+        vectors = embedder.encode([text for _, text in changed])
+        for (node, text), vector in zip(changed, vectors, strict=True):
+            store.set_node_text(node.id, text, max(1, tokenizer.count(text)))
+            store.set_node_vector(node.id, Level(node.level), vector)
+    return len(changed)
+
+
+def reembed_lines(store: Store, embedder: Embedder, utterances: Sequence[Utterance]) -> None:
+    """New vectors for utterances whose "speaker: text" line changed."""
     for start in range(0, len(utterances), 256):
-        batch = utterances[start : start + 256]
+        batch = [u for u in utterances[start : start + 256] if u.id is not None]
         for u, vector in zip(batch, embedder.encode([u.line for u in batch]), strict=True):
-            if u.id is not None:
-                store.set_utterance_vector(u.id, vector)
+            assert u.id is not None
+            store.set_utterance_vector(u.id, vector)
+
+
+def reembed_utterances(store: Store, embedder: Embedder, speaker_id: int) -> None:
+    reembed_lines(store, embedder, store.speaker_utterances(speaker_id))
 
 
 def merged_voice(a: Speaker, b: Speaker) -> tuple[np.ndarray | None, float]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
@@ -17,12 +18,14 @@ import numpy as np
 
 from ..audio.records import SAMPLE_RATE, AudioBlock, SpeechSegment
 from ..audio.vad import speech_segments
-from ..config import Settings
+from ..config import ReclusterOptions, Settings
+from ..errors import AssistantError
 from ..memory.api import Memory
 from ..memory.records import Speaker as StoredSpeaker
 from ..memory.records import Utterance
-from ..memory.speakers import check_name
+from ..memory.speakers import check_name, is_automatic_name
 from .diarize import Diarizer, diarizer_from_settings
+from .recluster import VoiceSample, plan_moves
 from .records import Piece, Speaker, Transcript
 from .transcribe import Transcriber, transcriber_from_settings
 
@@ -38,12 +41,23 @@ class Heard:
     similarity: float
 
 
+@dataclass(frozen=True)
+class Relabelled:
+    """Utterances the session's re-clustering gave to another speaker (already stored)."""
+
+    utterance_ids: tuple[int, ...]
+    speaker_id: int
+    speaker: str  # the name they now carry
+
+
 @dataclass
 class ListenReport:
     audio_seconds: float = 0.0
     segments: int = 0
     utterances: int = 0
     speakers: set[int] = field(default_factory=set)
+    relabelled: int = 0  # utterances the re-clustering moved to another speaker
+    relabelled_to: set[int] = field(default_factory=set)  # the speakers it moved them to
     # Seconds spent in each stage (the source's decoding and the VAD are counted together).
     vad_seconds: float = 0.0
     stt_seconds: float = 0.0
@@ -56,10 +70,23 @@ class ListenReport:
 
 
 class Listener:
-    def __init__(self, memory: Memory, transcriber: Transcriber, diarizer: Diarizer) -> None:
+    def __init__(
+        self,
+        memory: Memory,
+        transcriber: Transcriber,
+        diarizer: Diarizer,
+        recluster: ReclusterOptions | None = None,
+    ) -> None:
         self.memory = memory
         self.transcriber = transcriber
         self.diarizer = diarizer
+        self.recluster_options = recluster if recluster is not None else diarizer.options.recluster
+        # The session's recent utterances with their voices, and the speech filed since the last pass.
+        self._window: deque[VoiceSample] = deque(maxlen=self.recluster_options.window)
+        self._unclustered_seconds = 0.0
+        self._pinned: set[int] = set()  # utterances a person reassigned: never moved again
+        # Told of every relabelling once it is stored (the daemon's live transcript).
+        self.on_relabel: Callable[[Relabelled], None] | None = None
         self.reload_voices()
 
     @classmethod
@@ -97,6 +124,22 @@ class Listener:
         # One new voice may say several pieces of this segment: map its diarizer id once.
         known: dict[str, int] = {}
         heard = [self._file(piece, known) for piece in pieces if piece.text.strip()]
+        if heard and self._unclustered_seconds >= self.recluster_options.every_seconds:
+            done = self.recluster()
+            report.relabelled += sum(len(r.utterance_ids) for r in done)
+            report.relabelled_to.update(r.speaker_id for r in done)
+            # What this segment filed may have moved too: hand on who said it now.
+            now = {uid: r for r in done for uid in r.utterance_ids}
+            heard = [
+                replace(
+                    h,
+                    speaker_id=now[h.utterance.id].speaker_id,
+                    utterance=replace(h.utterance, speaker=now[h.utterance.id].speaker),
+                )
+                if h.utterance.id in now
+                else h
+                for h in heard
+            ]
         if heard and self.memory.engine.inline_distill:
             # Distillation (LLM calls) runs after the write, as everywhere else, not inside it.
             self.memory.engine.distill_pending()
@@ -121,20 +164,83 @@ class Listener:
             assert speaker is not None  # created above, in this transaction
             # Distillation (LLM calls) runs after the write, as everywhere else, not inside it.
             step = self.memory.add(speaker.name, piece.text, piece.start, distill=False)
+            said = step.archived[0] if step.archived else None
+            if said is not None and said.id is not None and piece.embedding is not None:
+                seconds = max(0.0, piece.end - piece.start)
+                store.set_utterance_voice(said.id, piece.embedding, seconds)
+                if self.recluster_options.enabled:
+                    self._window.append(VoiceSample(said.id, speaker_id, piece.embedding, seconds))
+                    self._unclustered_seconds += seconds
         # The stored utterance carries its id; a repeat of one already stored has none.
-        said = step.archived[0] if step.archived else Utterance(speaker.name, piece.text, piece.start)
-        return Heard(speaker_id, said, piece.similarity)
+        return Heard(speaker_id, said or Utterance(speaker.name, piece.text, piece.start), piece.similarity)
 
-    def _store_speaker(self, diarizer_id: str) -> int:
-        """The store id behind a diarizer id; a voice heard for the first time gets a store speaker."""
-        if diarizer_id.isdigit():
-            return int(diarizer_id)
+    # --- revising earlier labels -------------------------------------------------------------
+
+    def recluster(self) -> list[Relabelled]:
+        """Cluster the recent utterances' voices again and move those the clustering gives to
+        another speaker (see `recluster.py`); the diarizer then continues from the revised voices."""
+        self._unclustered_seconds = 0.0
+        if not self.recluster_options.enabled or not self._window:
+            return []
+        store = self.memory.store
+        present = {u.id: u for u in store.utterances(s.utterance_id for s in self._window)}
+        current = {sp.id: sp for sp in self.memory.speakers()}
+        ids = {sp.name: sp.id for sp in current.values()}
+        # The window follows what the store says now: forgotten lines leave it, corrected ones
+        # carry their new speaker.
+        samples = [
+            replace(s, speaker_id=ids[present[s.utterance_id].speaker])
+            for s in self._window
+            if s.utterance_id in present and present[s.utterance_id].speaker in ids
+        ]
+        fixed = {sp.id for sp in current.values() if sp.enrolled or not is_automatic_name(sp.name)}
+        moves = plan_moves(samples, self.recluster_options, fixed, frozenset(self._pinned))
+        done: list[Relabelled] = []
+        if moves:
+            try:
+                with store.atomic():
+                    for move in moves:
+                        target = move.speaker_id if move.speaker_id is not None else self._new_store_speaker()
+                        # Speakers emptied by one move may be another's target: removed at the end.
+                        result = self.memory.reassign(move.utterance_ids, target, why="recluster", remove_empty=False)
+                        if result.moved:
+                            done.append(Relabelled(result.moved, result.speaker.id, result.speaker.name))
+                        if move.speaker_id is None and store.speaker_voice(target) is None:
+                            store.set_voice(target, move.centroid, move.seconds)
+                    self.memory.remove_empty_speakers()
+            except AssistantError:
+                # Revising labels must never stop the listening: the online labels stand.
+                log.exception("re-clustering failed; the labels stay as they were")
+                done = []
+            log.info("re-clustering moved %d utterance(s)", sum(len(r.utterance_ids) for r in done))
+            self.reload_voices()
+        moved_to = {uid: r.speaker_id for r in done for uid in r.utterance_ids}
+        self._window = deque(
+            (replace(s, speaker_id=moved_to.get(s.utterance_id, s.speaker_id)) for s in samples),
+            maxlen=self.recluster_options.window,
+        )
+        for r in done:
+            if self.on_relabel:
+                self.on_relabel(r)
+        return done
+
+    def pin(self, utterance_ids: Iterable[int]) -> None:
+        """A person said who said these: the re-clustering leaves them where they are."""
+        self._pinned.update(utterance_ids)
+
+    def _new_store_speaker(self) -> int:
         store = self.memory.store
         taken = {sp.name for sp in store.speakers()}
         n = len(taken) + 1
         while f"Speaker {n}" in taken:
             n += 1
-        speaker_id = store.speaker_id(f"Speaker {n}")
+        return store.speaker_id(f"Speaker {n}")
+
+    def _store_speaker(self, diarizer_id: str) -> int:
+        """The store id behind a diarizer id; a voice heard for the first time gets a store speaker."""
+        if diarizer_id.isdigit():
+            return int(diarizer_id)
+        speaker_id = self._new_store_speaker()
         # From now on the diarizer knows this voice by its store id.
         self.diarizer.load(
             replace(sp, id=str(speaker_id)) if sp.id == diarizer_id else sp for sp in self.diarizer.speakers()

@@ -57,7 +57,8 @@ _VAD_PAD_FRAMES = 3
 # When less than this much speech is found, the VAD is not trusted and nothing is cut.
 _MIN_VOICED_SECONDS = 0.5
 
-_Turn = tuple[float, float, Speaker, float]  # start, end (seconds into the segment), speaker, cosine
+# start, end (seconds into the segment), speaker, cosine, the stretch's voice embedding
+_Turn = tuple[float, float, Speaker, float, np.ndarray]
 
 
 def _unit(v: np.ndarray) -> np.ndarray:
@@ -307,12 +308,12 @@ class Diarizer:
             turns: list[_Turn] = []
             for unit in units:
                 speaker, sim = self.assign(unit.embedding, unit.end - unit.start)
-                turns.append((unit.start, unit.end, speaker, sim))
+                turns.append((unit.start, unit.end, speaker, sim, unit.embedding))
             for i in range(len(turns) - 1):
-                (a, c, left, s1), (_, b, right, s2) = turns[i], turns[i + 1]
+                (a, c, left, s1, e1), (_, b, right, s2, e2) = turns[i], turns[i + 1]
                 if left.id != right.id and c not in pauses:
-                    c = self._refine(view, words, units[i].embedding, units[i + 1].embedding, a, c, b)
-                    turns[i], turns[i + 1] = (a, c, left, s1), (c, b, right, s2)
+                    c = self._refine(view, words, e1, e2, a, c, b)
+                    turns[i], turns[i + 1] = (a, c, left, s1, e1), (c, b, right, s2, e2)
         return _pieces(transcripts, turns, t0)
 
     def _refine(
@@ -455,8 +456,8 @@ def _pieces(transcripts: Sequence[Transcript], turns: list[_Turn], t0: float) ->
     pieces: list[Piece] = []
     for tr in transcripts:
         if not tr.words:
-            _a, _b, speaker, sim = turn_at((tr.start + tr.end) / 2)
-            pieces.append(Piece(speaker.id, speaker.name, tr.text, tr.start, tr.end, (), sim))
+            _a, _b, speaker, sim, embedding = turn_at((tr.start + tr.end) / 2)
+            pieces.append(Piece(speaker.id, speaker.name, tr.text, tr.start, tr.end, (), sim, embedding))
             continue
         run: list[Word] = []
         current: _Turn | None = None
@@ -474,8 +475,10 @@ def _pieces(transcripts: Sequence[Transcript], turns: list[_Turn], t0: float) ->
 
 
 def _piece(turn: _Turn, words: list[Word]) -> Piece:
-    _a, _b, speaker, sim = turn
-    return Piece(speaker.id, speaker.name, join_words(words), words[0].start, words[-1].end, tuple(words), sim)
+    _a, _b, speaker, sim, embedding = turn
+    return Piece(
+        speaker.id, speaker.name, join_words(words), words[0].start, words[-1].end, tuple(words), sim, embedding
+    )
 
 
 @functools.lru_cache(maxsize=2)

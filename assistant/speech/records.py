@@ -6,7 +6,7 @@ segments can be compared and stored without knowing which segment they came from
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -45,6 +45,8 @@ class Piece:
     `speaker` is the diarizer's id for the voice; `name` the name it was enrolled under, if any,
     at the time the piece was attributed. `similarity` is the cosine between the piece's voice
     and the speaker's centroid when it was matched (1.0 for the piece that created the speaker).
+    `embedding` is the unit voice embedding of the stretch of speech it was attributed from
+    (shared by the pieces of one stretch), which the session's re-clustering reads again later.
     """
 
     speaker: str
@@ -54,6 +56,7 @@ class Piece:
     end: float
     words: tuple[Word, ...]
     similarity: float
+    embedding: np.ndarray | None = field(default=None, compare=False, repr=False)
 
     @property
     def label(self) -> str:

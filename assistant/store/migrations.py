@@ -162,10 +162,27 @@ def _memory_lines(db: Database) -> None:
     run_script(db, "\n".join(statements))
 
 
+def _utterance_voices(db: Database) -> None:
+    # The voice embedding each utterance was attributed from: what lets the session be
+    # re-clustered, and a speaker's voice be recomputed when utterances move between speakers.
+    # It goes with its utterance (forget, expire, a merge's duplicate), by the cascade.
+    run_script(
+        db,
+        """
+        CREATE TABLE utterance_voices (
+            utterance_id INTEGER PRIMARY KEY REFERENCES utterances(id) ON DELETE CASCADE,
+            embedding BLOB NOT NULL,
+            seconds REAL NOT NULL CHECK (seconds >= 0)
+        );
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[str, Callable[[Database], None]]] = [
     ("0001_initial_schema", _initial_schema),
     ("0002_speaker_voices", _speaker_voices),
     ("0003_memory_lines", _memory_lines),
+    ("0004_utterance_voices", _utterance_voices),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

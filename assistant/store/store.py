@@ -12,7 +12,7 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,7 @@ import numpy as np
 from ..memory.records import Block, Evidence, Level, Node, RecallFilter, Speaker, Utterance
 from .db import Database
 from .migrations import migrate
-from .vectors import VectorIndex, as_blob, ensure_vector_tables
+from .vectors import VectorIndex, as_blob, ensure_vector_tables, from_blob
 
 # A node and everything under it, as the table `sub(id)`.
 _SUBTREE = "WITH RECURSIVE sub(id) AS (SELECT ? UNION ALL SELECT n.id FROM nodes n JOIN sub ON n.parent_id = sub.id) "
@@ -198,6 +198,63 @@ class Store:
         self._redigest(to_id)
         return int(moved)
 
+    def move_utterance_ids(self, utterance_ids: Sequence[int], to_id: int) -> dict[int, int]:
+        """Give these utterances to another speaker; how many moved from each former speaker."""
+        ids = sorted(set(utterance_ids))
+        if not ids:
+            return {}
+        moved: dict[int, int] = {}
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for row in self.db.all(
+                f"SELECT speaker_id, count(*) FROM utterances WHERE id IN ({marks}) AND speaker_id != ? "
+                "GROUP BY speaker_id",
+                (*chunk, to_id),
+            ):
+                moved[int(row[0])] = moved.get(int(row[0]), 0) + int(row[1])
+            self.db.execute(f"UPDATE utterances SET speaker_id = ? WHERE id IN ({marks})", (to_id, *chunk))
+        if moved:
+            self._redigest(to_id)
+        return moved
+
+    def utterance_ids_between(self, since: float | None, until: float | None, speaker_id: int | None) -> list[int]:
+        """Utterances said from `since` (inclusive) to `until` (exclusive), by one speaker if given."""
+        where, params = ["1=1"], []
+        if since is not None:
+            where.append("time >= ?")
+            params.append(since)
+        if until is not None:
+            where.append("time < ?")
+            params.append(until)
+        if speaker_id is not None:
+            where.append("speaker_id = ?")
+            params.append(speaker_id)
+        rows = self.db.all(f"SELECT id FROM utterances WHERE {' AND '.join(where)} ORDER BY time, id", tuple(params))
+        return [int(r[0]) for r in rows]
+
+    def set_utterance_voice(self, utterance_id: int, embedding: np.ndarray, seconds: float) -> None:
+        self.db.execute(
+            "INSERT OR REPLACE INTO utterance_voices (utterance_id, embedding, seconds) VALUES (?, ?, ?)",
+            (utterance_id, as_blob(np.asarray(embedding, dtype=np.float32)), max(0.0, float(seconds))),
+        )
+
+    def speaker_voice(self, speaker_id: int) -> tuple[np.ndarray, float] | None:
+        """The unit mean of the voice embeddings of a speaker's utterances, weighted by their
+        seconds, and those seconds; None when none of their utterances has one."""
+        rows = self.db.all(
+            "SELECT v.embedding, v.seconds FROM utterance_voices v JOIN utterances u ON u.id = v.utterance_id "
+            "WHERE u.speaker_id = ?",
+            (speaker_id,),
+        )
+        if not rows:
+            return None
+        vectors = np.stack([from_blob(r[0]) for r in rows])
+        seconds = np.array([max(float(r[1]), 1e-3) for r in rows])
+        mean = (vectors * seconds[:, None]).sum(axis=0)
+        norm = float(np.linalg.norm(mean))
+        return (mean / norm if norm > 0 else mean).astype(np.float32), float(seconds.sum())
+
     def delete_speaker(self, speaker_id: int) -> None:
         self.db.execute("DELETE FROM speakers WHERE id = ?", (speaker_id,))
 
@@ -265,14 +322,17 @@ class Store:
 
     def utterances(self, ids: Iterable[int]) -> list[Utterance]:
         ids = list(ids)
-        if not ids:
-            return []
-        marks = ",".join("?" * len(ids))
-        rows = self.db.all(
-            f"SELECT u.id, s.name AS speaker, u.text, u.time FROM utterances u JOIN speakers s ON s.id = u.speaker_id "
-            f"WHERE u.id IN ({marks}) ORDER BY u.time, u.id",
-            ids,
-        )
+        rows = []
+        # In chunks: a time range can name more ids than SQLite binds in one statement.
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows += self.db.all(
+                "SELECT u.id, s.name AS speaker, u.text, u.time FROM utterances u "
+                f"JOIN speakers s ON s.id = u.speaker_id WHERE u.id IN ({marks})",
+                chunk,
+            )
+        rows.sort(key=lambda r: (r["time"], r["id"]))
         return [_utterance(r) for r in rows]
 
     def utterance_vectors(self, ids: list[int]) -> dict[int, np.ndarray]:

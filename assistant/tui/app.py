@@ -226,6 +226,8 @@ class AssistantApp(App[None]):
                         pane.post_message(TranscriptPane.Connection(True))
                     elif kind == "utterance":
                         pane.post_message(TranscriptPane.Heard(event))
+                    elif kind == "relabel":
+                        pane.post_message(TranscriptPane.Relabel(event))
                     elif kind == "skipped":
                         pane.post_message(TranscriptPane.Connection(True, f"({event['count']} lines skipped)"))
             except (DaemonGone, DaemonRefused):
@@ -239,6 +241,13 @@ class AssistantApp(App[None]):
         if self._panes_gone():
             return
         self.transcript.add(message.event)
+
+    @on(TranscriptPane.Relabel)
+    def relabelled(self, message: TranscriptPane.Relabel) -> None:
+        if self._panes_gone():
+            return
+        e = message.event
+        self.transcript.relabel(list(e.get("utterance_ids") or []), int(e["speaker_id"]), str(e.get("speaker") or "?"))
 
     @on(TranscriptPane.Connection)
     def transcript_connection(self, message: TranscriptPane.Connection) -> None:

@@ -22,6 +22,7 @@ KEEP = 500  # lines: the pane is a glance at what is being said, the archive kee
 
 @dataclass(frozen=True)
 class Line:
+    utterance_id: int | None
     speaker_id: int | None
     speaker: str
     text: str
@@ -36,6 +37,13 @@ def clock(t: float, zone: tzinfo | None = None) -> str:
 class TranscriptPane(RichLog):
     class Heard(Message):
         """An utterance arrived on the live stream."""
+
+        def __init__(self, event: dict[str, Any]) -> None:
+            super().__init__()
+            self.event = event
+
+    class Relabel(Message):
+        """The daemon gave utterances already shown to another speaker (its re-clustering)."""
 
         def __init__(self, event: dict[str, Any]) -> None:
             super().__init__()
@@ -57,11 +65,24 @@ class TranscriptPane(RichLog):
 
     def add(self, event: dict[str, Any]) -> None:
         sid = event.get("speaker_id")
-        line = Line(sid, event.get("speaker") or "?", event.get("text", ""), float(event.get("time") or 0))
+        speaker, text, at = event.get("speaker") or "?", event.get("text", ""), float(event.get("time") or 0)
+        line = Line(event.get("utterance_id"), sid, speaker, text, at)
         if sid is not None and event.get("speaker"):
             self.names.setdefault(sid, event["speaker"])
         self.lines_kept = [*self.lines_kept[-(KEEP - 1) :], line]
         self.write(self._render(line))
+
+    def relabel(self, utterance_ids: list[int], speaker_id: int, speaker: str) -> None:
+        """These utterances were said by another speaker: re-render the lines showing them."""
+        ids = set(utterance_ids)
+        if not any(line.utterance_id in ids for line in self.lines_kept):
+            return
+        self.names[speaker_id] = speaker
+        self.lines_kept = [
+            Line(line.utterance_id, speaker_id, speaker, line.text, line.time) if line.utterance_id in ids else line
+            for line in self.lines_kept
+        ]
+        self.redraw()
 
     def rename(self, names: dict[int, str]) -> None:
         """The speakers' current names; re-render if any shown line changes label."""

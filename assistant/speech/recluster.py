@@ -1,0 +1,180 @@
+"""Re-clustering the session: the labels the online pass gave are revised as evidence accumulates.
+
+The online diarizer must label a stretch of speech the moment it is heard, against one global
+threshold, and that threshold cannot suit every pair of voices: measured over the voice matrix
+(`assistant bench speech --matrix`), whole turns of one synthetic voice score a cosine of 0.93-0.97
+with each other, and turns of two different voices 0.67-0.94 depending on the pair. So two close
+voices fall into one speaker, and a voice heard at an odd moment can found a second one.
+
+What separates voices is relative: within a session, the turns of one person are closer to
+each other than to anyone else's. Every `every_seconds` of new speech, the recent utterances'
+voice embeddings (the last `window` of them) are clustered again, agglomeratively (average
+linkage on cosine distance), for every number of speakers from 2 to `max_speakers` whose every
+voice rests on enough speech; the number kept is the one with the best silhouette, if that reaches
+`min_silhouette`. When no split holds up, nothing is revised: one voice as far as the clustering
+can tell is not evidence enough to fold voices the online pass told apart.
+Utterances too short to embed reliably (`min_seconds`) join the nearest cluster afterwards. Each
+cluster is then matched to the speaker that already holds most of its speech (a one-to-one
+assignment), a cluster holding no one's speech becoming a new speaker, and every utterance whose
+label changes is reassigned, in the store and the memory, in one transaction (`Memory.reassign`).
+
+Nothing is revised before the window holds `min_utterances` long-enough utterances: with few,
+one voice's lines can fall into two tight groups by chance (measured: a monologue's first eight
+lines split four and four at a silhouette of 0.70, above most real splits).
+
+Utterances of speakers a person named or enrolled, and utterances a person reassigned by hand,
+are never moved by this: a person's word outranks the clustering. They still take part, so the
+clusters around them are right.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..config import ReclusterOptions
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class VoiceSample:
+    """One filed utterance as the re-clustering sees it."""
+
+    utterance_id: int
+    speaker_id: int
+    embedding: np.ndarray  # unit length
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Move:
+    """Utterances that belong to another speaker: `speaker_id` None means a voice not known yet."""
+
+    utterance_ids: tuple[int, ...]
+    speaker_id: int | None
+    centroid: np.ndarray  # unit mean voice of the whole cluster they join
+    seconds: float  # speech in that cluster
+
+
+@dataclass(frozen=True)
+class Clustering:
+    labels: np.ndarray  # cluster index per sample
+    silhouette: float | None  # None for one cluster
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    n = float(np.linalg.norm(v))
+    return (v / n).astype(np.float32) if n > 0 else v.astype(np.float32)
+
+
+def silhouette(distances: np.ndarray, labels: np.ndarray) -> float:
+    """Mean silhouette of a labelling under a precomputed distance matrix (0 for a one-member cluster)."""
+    clusters = np.unique(labels)
+    scores = np.zeros(len(labels))
+    for i in range(len(labels)):
+        own = labels == labels[i]
+        if own.sum() <= 1:
+            continue
+        a = distances[i, own].sum() / (own.sum() - 1)
+        b = min(distances[i, labels == c].mean() for c in clusters if c != labels[i])
+        scores[i] = (b - a) / max(a, b, 1e-9)
+    return float(scores.mean())
+
+
+def cluster_voices(embeddings: np.ndarray, seconds: np.ndarray, options: ReclusterOptions) -> Clustering:
+    """The best agglomerative clustering of unit embeddings, by silhouette; one cluster when none reaches
+    `min_silhouette` or there are too few to tell."""
+    from scipy.cluster.hierarchy import fcluster, linkage
+
+    n = len(embeddings)
+    one = Clustering(np.zeros(n, dtype=int), None)
+    if n < max(3, options.min_utterances):
+        return one
+    distances = np.clip(1.0 - embeddings @ embeddings.T, 0.0, 2.0)
+    np.fill_diagonal(distances, 0.0)
+    tree = linkage(embeddings, method="average", metric="cosine")
+    best: Clustering | None = None
+    for k in range(2, min(options.max_speakers, n - 1) + 1):
+        labels = fcluster(tree, k, criterion="maxclust") - 1
+        if len(np.unique(labels)) < k:
+            continue
+        # A voice rests on several utterances and enough speech: one odd utterance (a cough, a
+        # laugh, two voices at once) splits off with a high silhouette but is not a person.
+        held = [seconds[labels == c] for c in range(k)]
+        if (
+            min(len(h) for h in held) < options.min_cluster_utterances
+            or min(float(h.sum()) for h in held) < options.min_cluster_seconds
+        ):
+            continue
+        score = silhouette(distances, labels)
+        if best is None or score > (best.silhouette or -1.0):
+            best = Clustering(labels, score)
+    if best is None or (best.silhouette or 0.0) < options.min_silhouette:
+        return one
+    log.debug(
+        "re-clustering: %d voices in %d utterances (silhouette %.3f)", int(best.labels.max()) + 1, n, best.silhouette
+    )
+    return best
+
+
+def _match(labels: np.ndarray, speakers: Sequence[int], seconds: np.ndarray, k: int) -> dict[int, int | None]:
+    """Cluster -> the speaker holding most of its speech, one-to-one; None for a cluster nobody holds."""
+    from scipy.optimize import linear_sum_assignment
+
+    known = sorted(set(speakers))
+    held = np.zeros((k, len(known)))
+    for label, sp, s in zip(labels, speakers, seconds, strict=True):
+        held[label, known.index(sp)] += s
+    rows, cols = linear_sum_assignment(-held)
+    out: dict[int, int | None] = dict.fromkeys(range(k))
+    for r, c in zip(rows, cols, strict=True):
+        if held[r, c] > 0:
+            out[int(r)] = known[c]
+    return out
+
+
+def plan_moves(
+    samples: Sequence[VoiceSample], options: ReclusterOptions, fixed: set[int], pinned: frozenset[int] = frozenset()
+) -> list[Move]:
+    """The reassignments re-clustering `samples` calls for; utterances of speakers in `fixed`, and the
+    utterances in `pinned` (a person put them where they are), stay put."""
+    if not samples:
+        return []
+    long = [i for i, s in enumerate(samples) if s.seconds >= options.min_seconds]
+    if len(long) < options.min_utterances:
+        return []
+    embeddings = np.stack([samples[i].embedding for i in long]).astype(np.float32)
+    clustering = cluster_voices(embeddings, np.array([samples[i].seconds for i in long]), options)
+    if clustering.silhouette is None:
+        # No split holds up: the window is one voice as far as clustering can tell, which is
+        # not evidence enough to fold voices the online pass told apart (a voice heard in a few
+        # short turns beside a long monologue is one such case). Nothing is revised.
+        return []
+    k = int(clustering.labels.max()) + 1
+    seconds_all = np.array([max(s.seconds, 1e-3) for s in samples])
+    labels = np.full(len(samples), -1)
+    labels[long] = clustering.labels
+    weighted = embeddings * seconds_all[long][:, None]
+    centroids = np.stack([_unit(weighted[clustering.labels == c].sum(axis=0)) for c in range(k)])
+    for i, s in enumerate(samples):
+        if labels[i] < 0:
+            labels[i] = int(np.argmax(centroids @ s.embedding))
+    owner = _match(labels, [s.speaker_id for s in samples], seconds_all, k)
+    moves: list[Move] = []
+    for c in range(k):
+        target = owner[c]
+        ids = tuple(
+            s.utterance_id
+            for i, s in enumerate(samples)
+            if labels[i] == c and s.speaker_id != target and s.speaker_id not in fixed and s.utterance_id not in pinned
+        )
+        if not ids:
+            continue
+        members = labels == c
+        centroid = _unit((np.stack([s.embedding for s in samples])[members] * seconds_all[members, None]).sum(axis=0))
+        moves.append(Move(ids, target, centroid, float(seconds_all[members].sum())))
+    return moves
