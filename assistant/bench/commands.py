@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 import click
 
-from ..config import load_settings
+from ..config import Settings, load_settings
 from ..errors import InputError
 from .systems import SYSTEMS
 
@@ -325,7 +325,7 @@ def speech(
 
 
 def _voice_matrix(
-    settings: Any,
+    settings: Settings,
     path: Path,
     turns: int,
     seed: int,

@@ -13,6 +13,7 @@ linkage on cosine distance), for every number of speakers from 2 to `max_speaker
 voice rests on enough speech; the number kept is the one with the best silhouette, if that reaches
 `min_silhouette`. When no split holds up, nothing is revised: one voice as far as the clustering
 can tell is not evidence enough to fold voices the online pass told apart.
+
 Utterances too short to embed reliably (`min_seconds`) join the nearest cluster afterwards. Each
 cluster is then matched to the speaker that already holds most of its speech (a one-to-one
 assignment), a cluster holding no one's speech becoming a new speaker, and every utterance whose
