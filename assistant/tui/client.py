@@ -135,9 +135,6 @@ class AsyncDaemonClient:
     async def merge_speakers(self, keep: str, other: str) -> dict[str, Any]:
         return await self._call("POST", "/speakers/merge", {"keep": keep, "other": other})
 
-    async def reassign(self, to: str, utterance_ids: list[int]) -> dict[str, Any]:
-        return await self._call("POST", "/utterances/reassign", {"to": to, "utterance_ids": utterance_ids})
-
     async def memory(self) -> list[dict[str, Any]]:
         return await self._call("GET", "/memory")
 
