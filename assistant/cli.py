@@ -558,9 +558,19 @@ def speakers(ctx: click.Context) -> None:
     if client is not None:
         with client:
             _print_speakers([Speaker(**sp) for sp in client.speakers()])
-        return
-    with _open(ctx) as mem:
-        _print_speakers(mem.speakers())
+            alike = [(m["keep"], m["other"], m["cosine"]) for m in client.merge_suggestions()]
+    else:
+        with _open(ctx) as mem:
+            _print_speakers(mem.speakers())
+            alike = [
+                ({"id": m.keep.id, "name": m.keep.name}, {"id": m.other.id, "name": m.other.name}, m.cosine)
+                for m in mem.merge_suggestions()
+            ]
+    for keep, other, cosine in alike:
+        click.echo(
+            f"perhaps one voice: {keep['id']} {keep['name']!r} and {other['id']} {other['name']!r} "
+            f"(cosine {cosine:.2f}); if so: assistant speakers merge {keep['id']} {other['id']}"
+        )
 
 
 def _print_speakers(found: list[Speaker]) -> None:

@@ -198,6 +198,7 @@ class DiarizationOptions:
     margin: float = _range(0.0, 2.0)
     min_new_speaker_seconds: float = _range(0.0, 60.0)
     centroid_weight: float = _range(0.0, 1.0)
+    suggest_merge_cosine: float = _range(-1.0, 1.0)
     recluster: ReclusterOptions
 
 

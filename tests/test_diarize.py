@@ -55,7 +55,13 @@ def diarizer(tmp_path) -> Diarizer:
 
 
 def options(**changes: float) -> DiarizationOptions:
-    base = {"match_threshold": 0.75, "margin": 0.05, "min_new_speaker_seconds": 1.5, "centroid_weight": 0.1}
+    base = {
+        "match_threshold": 0.75,
+        "margin": 0.05,
+        "min_new_speaker_seconds": 1.5,
+        "centroid_weight": 0.1,
+        "suggest_merge_cosine": 0.93,
+    }
     recluster = load_settings(user_file=Path("/nonexistent/config.yaml")).diarization.recluster
     return DiarizationOptions(**{**base, **changes}, recluster=recluster)
 

@@ -71,6 +71,11 @@ def test_reclustering_corrects_the_online_labels_everywhere(tmp_path, recording)
         live.wait(len(final), timeout=60)
         with d.client() as c:
             speakers = {sp["id"]: sp for sp in c.get("/speakers").json()}
+            suggestions = c.get("/speakers/suggestions")
+            assert suggestions.status_code == 200, suggestions.text
+            for m in suggestions.json():  # each a pair of known speakers, the one with more speech kept
+                assert {m["keep"]["id"], m["other"]["id"]} <= set(speakers) and m["cosine"] >= 0.93
+                assert m["keep"]["speech_seconds"] >= m["other"]["speech_seconds"]
             # A person corrects one line through the API: the store and the live transcript follow.
             uid, (speaker_id, _text) = min(final.items())
             other = next(sid for sid in speakers if sid != speaker_id)

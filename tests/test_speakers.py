@@ -248,3 +248,37 @@ def test_a_forgotten_utterance_takes_its_voice_with_it(mem):
     assert store.speaker_voice(three.id) is not None
     mem.forget(ForgetFilter(speaker="Speaker 3"))
     assert store.db.scalar("SELECT count(*) FROM utterance_voices") == 0
+
+
+def test_alike_voices_are_suggested_for_merging_most_alike_first(mem, tmp_path):
+    store = mem.store
+    ids = {sp.name: sp.id for sp in mem.speakers()}
+    close = _voice(0) + 0.2 * _voice(1)  # cosine 0.98 with axis 0
+    nearish = _voice(0) + 0.45 * _voice(2)  # cosine 0.91: below the suggestion threshold
+    with store.atomic():
+        store.set_voice(ids["Speaker 1"], _voice(0), 60.0)
+        store.set_voice(ids["Speaker 2"], close / np.linalg.norm(close), 5.0)
+        store.set_voice(ids["Speaker 3"], nearish / np.linalg.norm(nearish), 30.0)
+    assert mem.settings.diarization.suggest_merge_cosine == pytest.approx(0.93)
+    (only,) = mem.merge_suggestions()
+    assert (only.keep.name, only.other.name) == ("Speaker 1", "Speaker 2")  # keep: the one with more speech
+    assert only.cosine == pytest.approx(0.981, abs=1e-3)
+    # Nothing is merged by suggesting it.
+    assert len(mem.speakers()) == 3
+
+
+def test_speakers_command_shows_merge_suggestions(tmp_path):
+    from .test_cli import run
+
+    with open_memory(tmp_path / "data") as mem:
+        mem.add_many([Utterance(s, t, T0 + 30 * i) for i, (s, t) in enumerate(LINES)])
+        ids = {sp.name: sp.id for sp in mem.speakers()}
+        with mem.store.atomic():
+            mem.store.set_voice(ids["Speaker 1"], _voice(0), 60.0)
+            mem.store.set_voice(ids["Speaker 3"], _voice(0), 6.0)
+    out = run(["speakers"], tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert (
+        f"perhaps one voice: {ids['Speaker 1']} 'Speaker 1' and {ids['Speaker 3']} 'Speaker 3' (cosine 1.00); "
+        f"if so: assistant speakers merge {ids['Speaker 1']} {ids['Speaker 3']}"
+    ) in out.stdout

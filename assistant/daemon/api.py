@@ -160,6 +160,12 @@ class Reassign(Recall):
     )
 
 
+class MergeSuggestionOut(BaseModel):
+    keep: SpeakerOut = Field(description="The one with more speech, to keep.")
+    other: SpeakerOut
+    cosine: float = Field(description="How alike the two voices are (cosine of their centroids).")
+
+
 class ReassignOut(BaseModel):
     speaker: SpeakerOut
     moved: list[int] = Field(description="Utterances that changed speaker.")
@@ -603,6 +609,17 @@ def create_app(daemon: Daemon) -> FastAPI:
     @app.get("/speakers", response_model=list[SpeakerOut], summary="Voices heard, with how much each said")
     async def speakers() -> list[SpeakerOut]:
         return [_speaker(sp) for sp in await blocking(daemon.speakers)()]
+
+    @app.get(
+        "/speakers/suggestions",
+        response_model=list[MergeSuggestionOut],
+        summary="Speakers whose voices sound alike: perhaps one person heard as two (merge them if so)",
+    )
+    async def merge_suggestions() -> list[MergeSuggestionOut]:
+        return [
+            MergeSuggestionOut(keep=_speaker(m.keep), other=_speaker(m.other), cosine=round(m.cosine, 3))
+            for m in await blocking(daemon.merge_suggestions)()
+        ]
 
     @app.post(
         "/speakers/{key}/name",

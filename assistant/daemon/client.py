@@ -213,6 +213,9 @@ class DaemonClient:
     def name_speaker(self, key: str, name: str) -> dict[str, Any]:
         return self._call("POST", f"/speakers/{quote(key, safe='')}/name", {"name": name})
 
+    def merge_suggestions(self) -> list[dict[str, Any]]:
+        return self._call("GET", "/speakers/suggestions")
+
     def merge_speakers(self, keep: str, other: str) -> dict[str, Any]:
         return self._call("POST", "/speakers/merge", {"keep": keep, "other": other})
 

@@ -36,6 +36,7 @@ from ..memory import archive
 from ..memory.api import Memory, MemoryStats, Reassignment, TreeNode
 from ..memory.forget import ForgetFilter, ForgetPlan, ForgetReport
 from ..memory.records import Answer, Retrieval, Speaker
+from ..memory.speakers import MergeSuggestion
 from ..speech.chain import Heard, Listener, Relabelled
 from ..speech.records import Transcript
 from .spool import Queued, SegmentQueue
@@ -458,6 +459,9 @@ class Daemon:
 
     def speakers(self) -> list[Speaker]:
         return self.writer.call(self.memory.speakers)
+
+    def merge_suggestions(self) -> list[MergeSuggestion]:
+        return self.writer.call(self.memory.merge_suggestions)
 
     def rename_speaker(self, key: str | int, name: str) -> Speaker:
         return self.writer.call(self._relabel, lambda: self.memory.rename_speaker(key, name))

@@ -250,6 +250,10 @@ class Memory:
     def speakers(self) -> list[Speaker]:
         return self.store.speakers()
 
+    def merge_suggestions(self) -> list[speakers.MergeSuggestion]:
+        """Speakers whose voices sound alike (`diarization.suggest_merge_cosine`): perhaps one person."""
+        return speakers.merge_suggestions(self.store.speakers(), self.settings.diarization.suggest_merge_cosine)
+
     def rename_speaker(self, key: str | int, name: str) -> Speaker:
         """Name a voice ("Speaker 2" is Alice): the transcript and the memory built on it are relabelled."""
         name = speakers.check_name(name)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -126,6 +127,32 @@ def reembed_lines(store: Store, embedder: Embedder, utterances: Sequence[Utteran
 
 def reembed_utterances(store: Store, embedder: Embedder, speaker_id: int) -> None:
     reembed_lines(store, embedder, store.speaker_utterances(speaker_id))
+
+
+@dataclass(frozen=True)
+class MergeSuggestion:
+    """Two speakers whose voices sound alike: perhaps one person the chain heard as two."""
+
+    keep: Speaker  # the one with more speech
+    other: Speaker
+    cosine: float
+
+
+def merge_suggestions(known: Sequence[Speaker], min_cosine: float) -> list[MergeSuggestion]:
+    """Pairs of speakers with learned or enrolled voices at least `min_cosine` alike, most alike first.
+
+    A suggestion only: two people can sound alike to the voice encoder (BENCHMARKS.md, "Voice
+    matrix"), so nothing is merged until a person says so."""
+    voiced = [sp for sp in known if sp.voice is not None and np.any(sp.voice)]
+    out = []
+    for i, a in enumerate(voiced):
+        for b in voiced[i + 1 :]:
+            assert a.voice is not None and b.voice is not None
+            cosine = float(np.dot(a.voice, b.voice) / (np.linalg.norm(a.voice) * np.linalg.norm(b.voice)))
+            if cosine >= min_cosine:
+                keep, other = (a, b) if a.speech_seconds >= b.speech_seconds else (b, a)
+                out.append(MergeSuggestion(keep, other, cosine))
+    return sorted(out, key=lambda m: -m.cosine)
 
 
 def merged_voice(a: Speaker, b: Speaker) -> tuple[np.ndarray | None, float]:
