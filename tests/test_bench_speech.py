@@ -263,6 +263,8 @@ def test_the_matrix_refuses_sets_it_does_not_have(tmp_path):
     assert code == 4 and "--sets: no set 99" in out
     code, out = bench(tmp_path, "--data", str(data), "--matrix", "--sets", "first")
     assert code == 4 and "--sets takes set numbers" in out
+    code, out = bench(tmp_path, "--data", str(data), "--matrix", "--sets", "0,10", "--turns", "6")
+    assert code == 4 and "--turns must be at least 8" in out  # the quartet
 
 
 def test_the_matrix_hears_a_speaker_set_and_scores_it(tmp_path):

@@ -207,6 +207,10 @@ def run_matrix(
 ) -> MatrixRun:
     """Speak and hear every set; `settings` is the chain to measure (see `speech.bench_settings`)."""
     check_tools()
+    # Refused before anything is spoken, not after the sets before it were heard.
+    least = max(2 * len(s.voices) for s in sets)
+    if turns < least:
+        raise InputError(f"--turns must be at least {least} for these sets (two turns per voice)")
     source = spoken_lines(data)
     if len(source) < turns:
         raise InputError(f"{data}: {len(source)} spoken lines, fewer than --turns {turns}")
