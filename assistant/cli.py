@@ -648,12 +648,7 @@ def speakers_reassign(
         sp, moved, removed = Speaker(**out["speaker"]), out["moved"], out["removed_speakers"]
     else:
         with _open(ctx) as mem:
-            ids = list(utterance_ids)
-            if any(v is not None for v in window.values()):
-                ids += mem.utterances_between(window["since"], window["until"], window["speaker"])
-            if not ids:
-                raise InputError("no utterances match: nothing to reassign")
-            result = mem.reassign(ids, to)
+            result = mem.reassign(mem.select_utterances(utterance_ids, **window), to)
         sp, moved, removed = result.speaker, list(result.moved), list(result.removed_speakers)
     click.echo(f"{len(moved)} utterance(s) now said by speaker {sp.id} {sp.name!r}")
     if removed:

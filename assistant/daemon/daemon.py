@@ -482,11 +482,7 @@ class Daemon:
         transcript subscribers are told, as for the re-clustering's own moves."""
 
         def change() -> Reassignment:
-            ids = list(utterance_ids or [])
-            if since is not None or until is not None or speaker is not None:
-                ids += self.memory.utterances_between(since, until, speaker)
-            if not ids:
-                raise InputError("no utterances match: nothing to reassign")
+            ids = self.memory.select_utterances(utterance_ids or (), since, until, speaker)
             result = self.memory.reassign(ids, to)
             self.listener.pin(ids)
             self.listener.reload_voices()

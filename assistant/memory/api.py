@@ -294,6 +294,21 @@ class Memory:
         who = speakers.find(self.store, speaker).id if speaker is not None else None
         return self.store.utterance_ids_between(since, until, who)
 
+    def select_utterances(
+        self,
+        ids: Iterable[int] = (),
+        since: float | None = None,
+        until: float | None = None,
+        speaker: str | int | None = None,
+    ) -> list[int]:
+        """The utterances a correction names: by id, plus those in a time range and/or of a speaker."""
+        chosen = list(ids)
+        if since is not None or until is not None or speaker is not None:
+            chosen += self.utterances_between(since, until, speaker)
+        if not chosen:
+            raise InputError("no utterances match: nothing to reassign")
+        return chosen
+
     def reassign(
         self, utterance_ids: Iterable[int], to: str | int, *, why: str = "user", remove_empty: bool = True
     ) -> Reassignment:
@@ -321,14 +336,10 @@ class Memory:
             former = self.store.move_utterance_ids([u.id for u in moving if u.id is not None], target.id)
             moved = self.store.utterances(u.id for u in moving)
             speakers.reembed_lines(self.store, self._embedder, moved)
-            removed = []
+            removed = self.remove_empty_speakers() if remove_empty else []
             for sid in (target.id, *former):
                 sp = self.store.find_speaker(sid)
                 if sp is None:
-                    continue
-                if remove_empty and sp.utterances == 0 and not sp.enrolled and speakers.is_automatic_name(sp.name):
-                    self.store.delete_speaker(sid)
-                    removed.append(sid)
                     continue
                 voice = self.store.speaker_voice(sid)
                 if voice is not None and not sp.enrolled:
@@ -344,11 +355,7 @@ class Memory:
 
     def remove_empty_speakers(self) -> list[int]:
         """Remove speakers the chain labelled, nobody named or enrolled, who hold no utterance."""
-        gone = [
-            sp.id
-            for sp in self.store.speakers()
-            if sp.utterances == 0 and not sp.enrolled and speakers.is_automatic_name(sp.name)
-        ]
+        gone = [sp.id for sp in self.store.speakers() if speakers.left_empty(sp)]
         for sid in gone:
             self.store.delete_speaker(sid)
         return gone

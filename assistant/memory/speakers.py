@@ -77,6 +77,11 @@ def is_automatic_name(name: str) -> bool:
     return _AUTOMATIC.fullmatch(name) is not None
 
 
+def left_empty(sp: Speaker) -> bool:
+    """A speaker the chain labelled, nobody named or enrolled, who holds no utterance: noise to remove."""
+    return sp.utterances == 0 and not sp.enrolled and is_automatic_name(sp.name)
+
+
 def relabel_moved_lines(
     store: Store, embedder: Embedder, tokenizer: Tokenizer, moved: Sequence[Utterance], new: str
 ) -> int:

@@ -165,6 +165,7 @@ def plan_moves(
         if labels[i] < 0:
             labels[i] = int(np.argmax(centroids @ s.embedding))
     owner = _match(labels, [s.speaker_id for s in samples], seconds_all, k)
+    every = np.stack([s.embedding for s in samples]) * seconds_all[:, None]
     moves: list[Move] = []
     for c in range(k):
         target = owner[c]
@@ -176,6 +177,6 @@ def plan_moves(
         if not ids:
             continue
         members = labels == c
-        centroid = _unit((np.stack([s.embedding for s in samples])[members] * seconds_all[members, None]).sum(axis=0))
+        centroid = _unit(every[members].sum(axis=0))
         moves.append(Move(ids, target, centroid, float(seconds_all[members].sum())))
     return moves
