@@ -157,6 +157,9 @@ class Daemon:
         self._last_heard = time.monotonic()
         self._transcribing = False
         self._current: Queued | None = None
+        # Set on the writer thread when a stop gives up on what is still being transcribed: from then
+        # on nothing is filed, so a segment put back for the next start cannot also be stored now.
+        self._sealed = False
         self._source: AudioSource | None = None
         self._source_description = "microphone" if self.source_spec is None else str(self.source_spec)
         # Parsed once (and on reload): quiet_now runs for every block of audio.
@@ -208,7 +211,7 @@ class Daemon:
         deadline = time.monotonic() + self.settings.daemon.stop_seconds
         for thread in self._threads:
             thread.join(max(0.0, deadline - time.monotonic()))
-        current = self._current
+        current = self.writer.call(self._seal) if self.writer.alive else self._seal()
         if current is not None:
             # Still being transcribed when time ran out: it goes back to the queue, then to disk.
             self.queue.requeue(current)
@@ -286,17 +289,25 @@ class Daemon:
                 if self._stop.is_set():
                     return
                 continue
+            if self._stop.is_set():
+                # Taken just as the daemon stopped: it waits for the next start, untouched.
+                self.queue.requeue(item)
+                return
             self._transcribing, self._current = True, item
             try:
                 with self._stt_lock:
                     transcripts = self.listener.transcriber.transcribe(item.segment)
-                heard = self.writer.call(self._file, item.segment, transcripts)
+                heard = self.writer.call(self._file, transcripts)
             except Exception:
                 # One bad segment must not stop the daemon from hearing the next.
                 log.exception("could not transcribe the segment at %.1f", item.segment.start)
                 heard = []
             finally:
                 self._transcribing = False
+            if heard is None:
+                # The stop ran out of time while this was transcribed: the next start hears it.
+                self.queue.requeue(item)
+                return
             self.queue.done(item)
             self._current = None
             if heard:
@@ -305,13 +316,24 @@ class Daemon:
             if self._stop.is_set():
                 return
 
-    def _file(self, segment: SpeechSegment, transcripts: list[Transcript]) -> list[Heard]:
+    def _seal(self) -> Queued | None:
+        """(Writer thread.) File nothing more; the segment being transcribed, if any, is the stop's to keep."""
+        self._sealed = True
+        return self._current
+
+    def _file(self, transcripts: list[Transcript]) -> list[Heard] | None:
+        """(Writer thread.) Store the current segment's words; None once the stop has sealed the memory."""
+        item = self._current
+        if self._sealed or item is None:
+            return None
         relabels: list[Relabelled] = []
         self.listener.on_relabel = relabels.append
         try:
-            heard = self.listener.attribute(segment, transcripts)
+            heard = self.listener.attribute(item.segment, transcripts)
         finally:
             self.listener.on_relabel = None
+        # Filed: a stop from here on has nothing to put back.
+        self._current = None
         for h in heard:
             self.acknowledged += 1
             u = h.utterance

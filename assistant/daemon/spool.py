@@ -66,12 +66,17 @@ class SegmentQueue:
         self._seq = max((_parse(p)[0] for p in self._disk), default=0)  # type: ignore[index]
         self._cond = threading.Condition()
         self._closed = False
+        # After a stop's spool_all nothing stays in memory: a segment that arrives late (the capture's
+        # last one, or one a transcription gave back) goes straight to disk.
+        self._spooled = False
+        # Items already given back: a stop and the transcription thread may both give back the same one.
+        self._returned: list[Queued] = []
         if self._disk:
             log.info("%d spooled speech segment(s) from the last run will be transcribed first", len(self._disk))
 
     def put(self, segment: SpeechSegment) -> None:
         with self._cond:
-            if self._disk or len(self._memory) >= self.capacity:
+            if self._spooled or self._disk or len(self._memory) >= self.capacity:
                 self._disk.append(self._write(segment))
             else:
                 self._memory.append(segment)
@@ -100,13 +105,21 @@ class SegmentQueue:
             moved = [self._write(s) for s in self._memory]
             self._memory.clear()
             self._disk.extendleft(reversed(moved))
+            self._spooled = True
             return len(moved)
 
     def requeue(self, item: Queued) -> None:
-        """Put back a segment that was taken but not filed (a stop in the middle of it)."""
+        """Put back a segment that was taken but not filed (a stop in the middle of it); once only."""
         with self._cond:
+            if any(r is item for r in self._returned):
+                return
+            self._returned.append(item)
             if item.path is not None:
                 self._disk.appendleft(item.path)
+            elif self._spooled:
+                # Ahead of everything on disk, so the next start still hears it in the order spoken.
+                first = min((p for p in map(_parse, self._disk) if p), default=(self._seq + 1, 0.0))[0]
+                self._disk.appendleft(self._write(item.segment, seq=max(0, first - 1)))
             else:
                 self._memory.appendleft(item.segment)
 
@@ -147,9 +160,11 @@ class SegmentQueue:
                     pass
             return QueueState(len(self._memory), len(self._disk), seconds, min(starts, default=None))
 
-    def _write(self, segment: SpeechSegment) -> Path:
-        self._seq += 1
-        path = self.spool_dir / _name(self._seq, segment)
+    def _write(self, segment: SpeechSegment, seq: int | None = None) -> Path:
+        if seq is None:
+            self._seq += 1
+            seq = self._seq
+        path = self.spool_dir / _name(seq, segment)
         tmp = self.spool_dir / f".{path.name}.tmp"
         pcm = np.clip(np.round(segment.samples * 32767), -32768, 32767).astype(np.int16)
         with open(tmp, "wb") as fh:
