@@ -626,6 +626,7 @@ def speakers_merge(ctx: click.Context, keep: str, other: str) -> None:
 @click.option("--since", default=None, help="Utterances said from this time on (ISO-8601 or epoch seconds).")
 @click.option("--until", default=None, help="Utterances said before this time.")
 @click.option("--from", "from_speaker", default=None, help="Only those now labelled with this speaker (name or id).")
+@click.option("--new", "new_speaker", is_flag=True, help="TO is a new speaker's name (a voice not heard apart yet).")
 @click.pass_context
 def speakers_reassign(
     ctx: click.Context,
@@ -634,6 +635,7 @@ def speakers_reassign(
     since: str | None,
     until: str | None,
     from_speaker: str | None,
+    new_speaker: bool,
 ) -> None:
     """TO said these utterances: by --utterance id, or by --since/--until and/or --from; the
     transcript, the memory built on them and both voices are corrected."""
@@ -644,15 +646,35 @@ def speakers_reassign(
     client = _daemon(ctx)
     if client is not None:
         with client:
-            out = client.reassign(to, list(utterance_ids), **window)
+            out = client.reassign(to, list(utterance_ids), new_speaker=new_speaker, **window)
         sp, moved, removed = Speaker(**out["speaker"]), out["moved"], out["removed_speakers"]
     else:
         with _open(ctx) as mem:
-            result = mem.reassign(mem.select_utterances(utterance_ids, **window), to)
+            result = mem.reassign(mem.select_utterances(utterance_ids, **window), to, new_speaker=new_speaker)
         sp, moved, removed = result.speaker, list(result.moved), list(result.removed_speakers)
     click.echo(f"{len(moved)} utterance(s) now said by speaker {sp.id} {sp.name!r}")
     if removed:
         click.echo(f"removed speaker(s) left with nothing: {', '.join(map(str, removed))}")
+
+
+@speakers.command("lines")
+@click.argument("speaker")
+@click.option("--limit", default=10, show_default=True, type=click.IntRange(1, 500), help="How many, newest last.")
+@click.pass_context
+def speakers_lines(ctx: click.Context, speaker: str, limit: int) -> None:
+    """Who is SPEAKER? Their last utterances, with the ids `reassign --utterance` takes."""
+    settings = _settings(ctx)
+    client = _daemon(ctx)
+    if client is not None:
+        with client:
+            found = [(u["utterance_id"], u["time"], u["text"]) for u in client.speaker_lines(speaker, limit)]
+    else:
+        with _open(ctx) as mem:
+            found = [(u.id, u.time, u.text) for u in mem.speaker_lines(speaker, limit)]
+    if not found:
+        click.echo(f"speaker {speaker} has said nothing that is kept")
+    for uid, at, text in found:
+        click.echo(f"{uid:>7}  {format_time(at, settings.zone)}  {text}")
 
 
 @speakers.command("enroll")

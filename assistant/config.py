@@ -167,6 +167,15 @@ class VadOptions:
     silero_threshold: float = _range(0.0, 1.0)
 
 
+def _check_hotwords(words: tuple[str, ...]) -> str | None:
+    if len(words) > 100:
+        return f"holds at most 100 words (Whisper reads only about 200 tokens of them), not {len(words)}"
+    for word in words:
+        if not word.strip() or len(word) > 60:
+            return f"holds words of 1 to 60 characters; {word!r} is not"
+    return None
+
+
 @dataclass(frozen=True)
 class SttOptions:
     device: str = _range(choices=("auto", "cpu", "cuda"))
@@ -177,6 +186,8 @@ class SttOptions:
     log_prob_threshold: float = _range(-100.0, 0.0)
     compression_ratio_threshold: float = _range(1.0, 100.0)
     max_repeats: int = _range(2, 100)
+    hotwords_from_speakers: bool
+    hotwords: tuple[str, ...] = field(metadata={"check": _check_hotwords})
 
 
 @dataclass(frozen=True)
@@ -193,12 +204,20 @@ class ReclusterOptions:
 
 
 @dataclass(frozen=True)
+class OnnxSpeakerOptions:
+    match_threshold: float = _range(-1.0, 1.0)
+    change_threshold: float = _range(-1.0, 1.0)
+
+
+@dataclass(frozen=True)
 class DiarizationOptions:
+    device: str = _range(choices=("auto", "cpu", "cuda"))
     match_threshold: float = _range(-1.0, 1.0)
     margin: float = _range(0.0, 2.0)
     min_new_speaker_seconds: float = _range(0.0, 60.0)
     centroid_weight: float = _range(0.0, 1.0)
     suggest_merge_cosine: float = _range(-1.0, 1.0)
+    onnx: OnnxSpeakerOptions
     recluster: ReclusterOptions
 
 
@@ -336,6 +355,16 @@ def _check_value(value: Any, tp: Any, meta: dict[str, Any], where: str, dotted: 
         if not isinstance(value, list):
             raise ConfigError(f"{where}: {dotted} must be a list, got {type(value).__name__}")
         return [_check_value(v, item_tp, {}, where, f"{dotted}[{i}]") for i, v in enumerate(value)]
+    if origin is tuple:
+        # A list in YAML; a tuple in the settings, so options that key a cache stay hashable.
+        item_tp = typing.get_args(tp)[0]
+        if not isinstance(value, list):
+            raise ConfigError(f"{where}: {dotted} must be a list, got {type(value).__name__}")
+        items = tuple(_check_value(v, item_tp, {}, where, f"{dotted}[{i}]") for i, v in enumerate(value))
+        check = meta.get("check")
+        if check is not None and (problem := check(items)):
+            raise ConfigError(f"{where}: {dotted} {problem}; got {list(items)!r}")
+        return items
     if tp is bool:
         ok = isinstance(value, bool)
     elif tp is int:

@@ -34,13 +34,15 @@ from .errors import ModelError
 
 MANIFEST = "models/manifest.yaml"
 ROLES = ("llm", "embedder", "entities", "stt", "speaker")
-FORMATS = ("gguf", "sentence-transformers", "spacy", "ctranslate2", "resemblyzer")
+FORMATS = ("gguf", "sentence-transformers", "spacy", "ctranslate2", "resemblyzer", "onnx-speaker")
 # Config keys under `models:` and the manifest role each takes; the distiller is served by an LLM.
 CONFIG_ROLES = {"llm": "llm", "distill_llm": "llm", **{r: r for r in ROLES[1:]}}
 STATES = ("ok", "missing", "corrupt", "partial")
 
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*")
-_GGUF_IN_REPO = re.compile(r"[\w.-]+\.gguf")
+# A hub id may name one file of its repository (`org/name:file`) for the roles that load one file.
+_FILE_IN_REPO = {"llm": re.compile(r"[\w.-]+\.gguf"), "speaker": re.compile(r"[\w.-]+\.onnx")}
+_HUB_FORM = {"llm": "org/name or org/name:file.gguf", "speaker": "org/name:file.onnx"}
 _REQUIREMENT = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9.+!_-]+)")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _CHUNK = 8 << 20  # big enough that hashing runs at disk speed, small enough to never matter for RAM
@@ -265,11 +267,14 @@ def resolve(settings: Settings, role: str, value: str | None = None) -> Resolved
     if path.exists():
         return ResolvedModel(value, role, path, None, None)
     repo, sep, filename = value.partition(":")
-    gguf_ok = CONFIG_ROLES[role] == "llm" and _GGUF_IN_REPO.fullmatch(filename)
-    # `dir/model.gguf` is far likelier a mistyped path than a hub repo named like a file.
-    if _HUB_ID.fullmatch(repo) and (gguf_ok if sep else not repo.endswith(".gguf")):
+    file_in_repo = _FILE_IN_REPO.get(CONFIG_ROLES[role])
+    file_ok = file_in_repo is not None and file_in_repo.fullmatch(filename)
+    # `dir/model.gguf` (or a speaker's `dir/model.onnx`) is far likelier a mistyped path than a hub
+    # repo named like a file.
+    looks_like_file = repo.endswith(".gguf") or (CONFIG_ROLES[role] == "speaker" and repo.endswith(".onnx"))
+    if _HUB_ID.fullmatch(repo) and (file_ok if sep else not looks_like_file):
         return ResolvedModel(value, role, None, value, None)
-    hub_form = "org/name or org/name:file.gguf" if CONFIG_ROLES[role] == "llm" else "org/name"
+    hub_form = _HUB_FORM.get(CONFIG_ROLES[role], "org/name")
     names = ", ".join(n for n, s in manifest.items() if s.role == CONFIG_ROLES[role])
     raise ModelError(
         f"models.{role}: {value!r} is not a model name from the manifest ({names}), "

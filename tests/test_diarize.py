@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from pathlib import Path
 
@@ -55,15 +56,15 @@ def diarizer(tmp_path) -> Diarizer:
 
 
 def options(**changes: float) -> DiarizationOptions:
-    base = {
-        "match_threshold": 0.75,
-        "margin": 0.05,
-        "min_new_speaker_seconds": 1.5,
-        "centroid_weight": 0.1,
-        "suggest_merge_cosine": 0.93,
-    }
-    recluster = load_settings(user_file=Path("/nonexistent/config.yaml")).diarization.recluster
-    return DiarizationOptions(**{**base, **changes}, recluster=recluster)
+    """The shipped diarization options (the rules below assume match 0.75, margin 0.05, 1.5 s, 0.1)."""
+    shipped = load_settings(user_file=Path("/nonexistent/config.yaml")).diarization
+    assert (shipped.match_threshold, shipped.margin, shipped.min_new_speaker_seconds, shipped.centroid_weight) == (
+        0.75,
+        0.05,
+        1.5,
+        0.1,
+    )
+    return dataclasses.replace(shipped, **changes)
 
 
 def attribution(pieces: list[Piece], turns: list[Turn]) -> float:

@@ -111,6 +111,31 @@ def test_enrolled_voices_name_what_they_say(tmp_path):
     assert attributed(heard, {VOICE_A: "Alice", VOICE_B: "Bob"}) >= 0.9, heard
 
 
+def test_a_named_voice_is_spelled_as_named_in_what_follows(tmp_path):
+    audio = tmp_path / "audio"
+    sample = record(
+        audio, [(VOICE_A, "Hello, I am recording a sample of my voice for the assistant today.")] * 2, "sample"
+    )
+    talk = record(
+        audio, [(VOICE_B, "Bryndis will bring the cake."), (VOICE_A, "I met Jaxon at the station yesterday.")], "talk"
+    )
+    off = tmp_path / "off"
+    off.mkdir()
+    for data in (tmp_path, off):
+        for name in ("Bryndis", "Jaxon"):
+            out = run(["speakers", "enroll", name, str(sample)], data)
+            assert out.returncode == 0, out.stderr
+    # Without the names Whisper writes "Print it, we'll bring the cake" and "I met Yaksana ...".
+    out = run(["ingest", str(talk)], off, extra_config="stt:\n  hotwords_from_speakers: false\n")
+    assert out.returncode == 0, out.stderr
+    plain = " ".join(text for _, text in archived(off))
+    assert "Bryndis" not in plain and "Jaxon" not in plain, plain
+    out = run(["ingest", str(talk)], tmp_path)
+    assert out.returncode == 0, out.stderr
+    heard = " ".join(text for _, text in archived(tmp_path))
+    assert "Bryndis" in heard and "Jaxon" in heard, heard
+
+
 def test_bad_recordings_are_refused_by_name(tmp_path):
     broken = tmp_path / "broken.wav"
     broken.write_bytes(b"RIFF\x00\x00\x00\x00WAVEjunk")

@@ -212,6 +212,38 @@ def test_reassign_refuses_what_does_not_exist_and_changes_nothing(mem):
     assert mem.reassign([first.id], "Speaker 1").moved == ()
 
 
+def test_reassign_to_someone_new_creates_them_with_the_lines_voice(mem):
+    store = mem.store
+    mem.flush()
+    report = next(u for u in store.speaker_utterances(store.find_speaker("Speaker 3").id) if "report" in u.text)
+    with store.atomic():
+        store.set_utterance_voice(report.id, _voice(2), 3.0)
+    result = mem.reassign([report.id], "Dana", new_speaker=True)
+    dana = store.find_speaker("Dana")
+    assert dana is not None and result.speaker.id == dana.id and result.moved == (report.id,)
+    assert dana.utterances == 1 and dana.voice is not None and dana.voice[2] == pytest.approx(1.0)
+    assert any(n.text.startswith("Dana: The report is due") for n in store.nodes())
+    # A name that exists already, or one that would read as an id, is refused and nothing changes.
+    hotel = store.speaker_utterances(store.find_speaker("Speaker 3").id)[0]
+    with pytest.raises(InputError, match="exists already"):
+        mem.reassign([hotel.id], "Dana", new_speaker=True)
+    with pytest.raises(InputError, match="digits alone"):
+        mem.reassign([hotel.id], "42", new_speaker=True)
+    assert store.utterances([hotel.id])[0].speaker == "Speaker 3" and store.find_speaker("42") is None
+    check_invariants(mem)
+
+
+def test_a_speakers_last_lines_oldest_first(mem):
+    lines = mem.speaker_lines("Speaker 2", limit=2)
+    assert [u.text for u in lines] == [LINES[4][1], LINES[7][1]]
+    assert [u.text for u in mem.speaker_lines("Speaker 2", limit=100)] == [t for s, t in LINES if s == "Speaker 2"]
+    recent = mem.recent_utterances(3)
+    assert [u.text for _sid, u in recent] == [t for _s, t in LINES[-3:]]
+    assert all(mem.store.find_speaker(sid).name == u.speaker for sid, u in recent)
+    with pytest.raises(InputError, match="no speaker 'Nobody'"):
+        mem.speaker_lines("Nobody")
+
+
 def test_speakers_reassign_command(tmp_path):
     from .test_cli import run
 
@@ -235,6 +267,15 @@ def test_speakers_reassign_command(tmp_path):
     assert nothing.returncode == 4 and "say which utterances" in nothing.stderr
     empty = run(["speakers", "reassign", "Speaker 2", "--since", str(T0 + 10_000)], tmp_path)
     assert empty.returncode == 4 and "no utterances match" in empty.stderr
+    # Who is Speaker 2? Their last lines with the ids reassign takes; one of them was someone new.
+    shown = run(["speakers", "lines", "Speaker 2", "--limit", "2"], tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    rows = shown.stdout.strip().splitlines()
+    assert len(rows) == 2 and rows[1].endswith(LINES[7][1]), shown.stdout
+    last = rows[1].split()[0]
+    out = run(["speakers", "reassign", "Robin", "--new", "--utterance", last], tmp_path)
+    assert out.returncode == 0 and "1 utterance(s) now said by speaker" in out.stdout and "'Robin'" in out.stdout
+    assert LINES[7][1] in run(["speakers", "lines", "Robin"], tmp_path).stdout
 
 
 def test_a_forgotten_utterance_takes_its_voice_with_it(mem):

@@ -22,7 +22,7 @@ from datetime import tzinfo
 from pathlib import Path as FilePath
 from typing import Annotated, Any
 
-from fastapi import FastAPI, Path, Request
+from fastapi import FastAPI, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
@@ -155,9 +155,19 @@ class Reassign(Recall):
     speaker they carry now (`speaker`), or both."""
 
     to: str = Field(min_length=1, max_length=200, description="Id or name of the speaker who said them.")
+    new_speaker: bool = Field(
+        False, description="`to` names someone not heard apart until now: create that speaker for these lines."
+    )
     utterance_ids: list[Annotated[int, Field(ge=1, le=MAX_ID)]] = Field(
         default_factory=list, max_length=10_000, description="The utterances, by id (as the live transcript gives)."
     )
+
+
+class UtteranceOut(BaseModel):
+    utterance_id: int
+    speaker: str
+    time: float
+    text: str
 
 
 class MergeSuggestionOut(BaseModel):
@@ -519,10 +529,14 @@ def create_app(daemon: Daemon) -> FastAPI:
 
     @app.get(
         "/utterances/stream",
-        summary="The live transcript: each utterance as soon as it is stored (NDJSON)",
+        summary="The live transcript: each utterance as soon as it is stored, after the newest `recent` ones "
+        "already stored, and each correction of who said what (NDJSON)",
         responses={200: {"content": {NDJSON: {}}}},
     )
-    async def utterances(request: Request) -> StreamingResponse:
+    async def utterances(
+        request: Request,
+        recent: Annotated[int, Query(ge=0, le=1000, description="First send the newest N stored utterances.")] = 0,
+    ) -> StreamingResponse:
         loop = asyncio.get_running_loop()
         backlog = daemon.settings.daemon.subscriber_backlog
         lines: asyncio.Queue[TranscriptEvent] = asyncio.Queue(maxsize=backlog)
@@ -544,11 +558,19 @@ def create_app(daemon: Daemon) -> FastAPI:
             nonlocal skipped
             try:
                 yield _line({"type": "hello", "acknowledged": daemon.acknowledged})
+                # Subscribed before reading the archive, so nothing falls between the two; what
+                # both hold is sent once.
+                caught_up = 0
+                for event in await blocking(daemon.recent_heard)(recent) if recent else []:
+                    caught_up = max(caught_up, event.utterance_id or 0)
+                    yield _line({"type": "utterance", **asdict(event)})
                 while not daemon.closing:
                     try:
                         event = await asyncio.wait_for(lines.get(), timeout=1.0)
                     except TimeoutError:
                         continue  # look at `closing` again: a stop ends the stream cleanly
+                    if isinstance(event, HeardEvent) and event.utterance_id and event.utterance_id <= caught_up:
+                        continue
                     if skipped:
                         yield _line({"type": "skipped", "count": skipped})
                         skipped = 0
@@ -621,6 +643,16 @@ def create_app(daemon: Daemon) -> FastAPI:
             for m in await blocking(daemon.merge_suggestions)()
         ]
 
+    @app.get(
+        "/speakers/{key}/utterances",
+        response_model=list[UtteranceOut],
+        summary="A voice's last utterances, oldest first: who is this, before naming them",
+        responses=errors,
+    )
+    async def speaker_lines(key: str, limit: Annotated[int, Query(ge=1, le=500)] = 20) -> list[UtteranceOut]:
+        found = await blocking(daemon.speaker_lines)(key, limit)
+        return [UtteranceOut(utterance_id=u.id or 0, speaker=u.speaker, time=u.time, text=u.text) for u in found]
+
     @app.post(
         "/speakers/{key}/name",
         response_model=SpeakerOut,
@@ -644,7 +676,7 @@ def create_app(daemon: Daemon) -> FastAPI:
     )
     async def reassign(body: Reassign) -> ReassignOut:
         window = body.limits(daemon.settings.zone)
-        result = await blocking(daemon.reassign)(body.to, body.utterance_ids, **window)
+        result = await blocking(daemon.reassign)(body.to, body.utterance_ids, new_speaker=body.new_speaker, **window)
         return ReassignOut(
             speaker=_speaker(result.speaker), moved=list(result.moved), removed_speakers=list(result.removed_speakers)
         )

@@ -219,10 +219,18 @@ class DaemonClient:
     def merge_speakers(self, keep: str, other: str) -> dict[str, Any]:
         return self._call("POST", "/speakers/merge", {"keep": keep, "other": other})
 
-    def reassign(self, to: str, utterance_ids: list[int], **window: Any) -> dict[str, Any]:
-        """Utterances (by id, or `since`/`until`/`speaker`) said by `to`."""
+    def reassign(
+        self, to: str, utterance_ids: list[int], *, new_speaker: bool = False, **window: Any
+    ) -> dict[str, Any]:
+        """Utterances (by id, or `since`/`until`/`speaker`) said by `to` (a new speaker's name with `new_speaker`)."""
         body = {"to": to, "utterance_ids": utterance_ids, **{k: v for k, v in window.items() if v is not None}}
+        if new_speaker:
+            body["new_speaker"] = True
         return self._call("POST", "/utterances/reassign", body)
+
+    def speaker_lines(self, key: str, limit: int = 20) -> list[dict[str, Any]]:
+        """A speaker's last `limit` utterances, oldest first."""
+        return self._call("GET", f"/speakers/{quote(key, safe='')}/utterances?limit={int(limit)}")
 
     def memory(self) -> list[dict[str, Any]]:
         return self._call("GET", "/memory")

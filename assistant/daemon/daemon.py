@@ -35,7 +35,7 @@ from ..errors import AssistantError, InputError
 from ..memory import archive
 from ..memory.api import Memory, MemoryStats, Reassignment, TreeNode
 from ..memory.forget import ForgetFilter, ForgetPlan, ForgetReport
-from ..memory.records import Answer, Retrieval, Speaker
+from ..memory.records import Answer, Retrieval, Speaker, Utterance
 from ..memory.speakers import MergeSuggestion
 from ..speech.chain import Heard, Listener, Relabelled
 from ..speech.records import Transcript
@@ -296,7 +296,7 @@ class Daemon:
             self._transcribing, self._current = True, item
             try:
                 with self._stt_lock:
-                    transcripts = self.listener.transcriber.transcribe(item.segment)
+                    transcripts = self.listener.transcribe(item.segment)
                 heard = self.writer.call(self._file, transcripts)
             except Exception:
                 # One bad segment must not stop the daemon from hearing the next.
@@ -482,6 +482,14 @@ class Daemon:
     def speakers(self) -> list[Speaker]:
         return self.writer.call(self.memory.speakers)
 
+    def speaker_lines(self, key: str | int, limit: int) -> list[Utterance]:
+        return self.writer.call(self.memory.speaker_lines, key, limit)
+
+    def recent_heard(self, limit: int) -> list[HeardEvent]:
+        """The newest `limit` stored utterances as the live transcript sends them (a client catching up)."""
+        recent = self.writer.call(self.memory.recent_utterances, limit)
+        return [HeardEvent(u.id, sid, u.speaker, u.text, u.time) for sid, u in recent]
+
     def merge_suggestions(self) -> list[MergeSuggestion]:
         return self.writer.call(self.memory.merge_suggestions)
 
@@ -499,13 +507,15 @@ class Daemon:
         since: float | None = None,
         until: float | None = None,
         speaker: str | int | None = None,
+        new_speaker: bool = False,
     ) -> Reassignment:
-        """Give utterances (by id, or a time range and/or their current speaker) to `to`; live
-        transcript subscribers are told, as for the re-clustering's own moves."""
+        """Give utterances (by id, or a time range and/or their current speaker) to `to` (a new
+        speaker of that name with `new_speaker`); live transcript subscribers are told, as for the
+        re-clustering's own moves."""
 
         def change() -> Reassignment:
             ids = self.memory.select_utterances(utterance_ids or (), since, until, speaker)
-            result = self.memory.reassign(ids, to)
+            result = self.memory.reassign(ids, to, new_speaker=new_speaker)
             self.listener.pin(ids)
             self.listener.reload_voices()
             if result.moved:
@@ -604,7 +614,7 @@ class Daemon:
         samples = np.concatenate(recording.blocks).astype(np.float32) / 32768.0
         segment = SpeechSegment(samples, recording.started, recording.started + len(samples) / SAMPLE_RATE)
         with self._stt_lock:
-            transcripts = self.listener.transcriber.transcribe(segment)
+            transcripts = self.listener.transcribe(segment)
         text = " ".join(t.text.strip() for t in transcripts).strip()
         if not text:
             raise InputError("push-to-talk heard no words")

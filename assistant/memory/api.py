@@ -294,6 +294,15 @@ class Memory:
         who = speakers.find(self.store, speaker).id if speaker is not None else None
         return self.store.utterance_ids_between(since, until, who)
 
+    def speaker_lines(self, key: str | int, limit: int = 20) -> list[Utterance]:
+        """The last `limit` utterances of a speaker, oldest first: "who is this?" before naming a voice."""
+        sp = speakers.find(self.store, key)
+        return [u for _sid, u in self.store.last_utterances(limit, sp.id)]
+
+    def recent_utterances(self, limit: int) -> list[tuple[int, Utterance]]:
+        """The newest `limit` utterances of anyone, oldest first, each with its speaker's id."""
+        return self.store.last_utterances(limit)
+
     def select_utterances(
         self,
         ids: Iterable[int] = (),
@@ -310,9 +319,19 @@ class Memory:
         return chosen
 
     def reassign(
-        self, utterance_ids: Iterable[int], to: str | int, *, why: str = "user", remove_empty: bool = True
+        self,
+        utterance_ids: Iterable[int],
+        to: str | int,
+        *,
+        new_speaker: bool = False,
+        why: str = "user",
+        remove_empty: bool = True,
     ) -> Reassignment:
         """These utterances were said by `to` (a speaker's id or name): move them, with the memory built on them.
+
+        With `new_speaker`, `to` is the name of someone not heard apart until now (one voice the
+        chain took for another): the speaker is created in the same transaction, its voice learned
+        from the moved utterances.
 
         In one transaction: the archive, the nodes quoting or summarising those lines, the lines'
         vectors, and both speakers' voices (recomputed from the voice of every utterance each now
@@ -324,6 +343,13 @@ class Memory:
         if not ids:
             raise InputError("no utterances to reassign")
         with self.store.atomic():
+            if new_speaker:
+                name = speakers.check_name(str(to))
+                if name.isdigit():
+                    raise InputError(f"a name of digits alone ({name!r}) would read as a speaker's id")
+                if self.store.find_speaker(name) is not None:
+                    raise InputError(f"a speaker named {name!r} exists already; reassign to it as it is")
+                to = self.store.speaker_id(name)
             target = speakers.find(self.store, to)
             found = self.store.utterances(ids)
             missing = sorted(set(ids) - {u.id for u in found})

@@ -87,6 +87,9 @@ class Listener:
         self._pinned: set[int] = set()  # utterances a person reassigned: never moved again
         # Told of every relabelling once it is stored (the daemon's live transcript).
         self.on_relabel: Callable[[Relabelled], None] | None = None
+        # The names people gave voices, for Whisper to spell their way (replaced whole, so the
+        # transcription thread reads one tuple or the other, never half of each).
+        self.names: tuple[str, ...] = ()
         self.reload_voices()
 
     @classmethod
@@ -94,8 +97,15 @@ class Listener:
         return cls(memory, transcriber_from_settings(settings), diarizer_from_settings(settings))
 
     def reload_voices(self) -> None:
-        """Give the diarizer the store's voices (at start, and after a rename, merge or enrollment)."""
+        """Give the diarizer the store's voices (at start, and after a rename, merge or enrollment),
+        and Whisper the names people gave them."""
         load_voices(self.memory, self.diarizer)
+        if self.transcriber.options.hotwords_from_speakers:
+            self.names = tuple(n for n in self.memory.store.speaker_names() if not is_automatic_name(n))
+
+    def transcribe(self, segment: SpeechSegment) -> list[Transcript]:
+        """Whisper's text for a segment, with the known names as hotwords."""
+        return self.transcriber.transcribe(segment, self.names)
 
     def warm_up(self) -> None:
         self.diarizer.warm_up()
@@ -106,7 +116,7 @@ class Listener:
         """Transcribe, attribute and remember one segment of speech."""
         report = report if report is not None else ListenReport()
         t0 = time.perf_counter()
-        transcripts = self.transcriber.transcribe(segment)
+        transcripts = self.transcribe(segment)
         report.stt_seconds += time.perf_counter() - t0
         return self.attribute(segment, transcripts, report)
 

@@ -1,4 +1,4 @@
-"""Who said it: online speaker diarization with Resemblyzer's GE2E voice encoder.
+"""Who said it: online speaker diarization on a voice encoder's embeddings (Resemblyzer's GE2E by default).
 
 A speech segment from the VAD often holds more than one turn: a pause shorter than the VAD's
 hangover, or none at all, keeps two people in one segment (that, and a third cluster founded by
@@ -24,11 +24,14 @@ Each stretch is then matched by cosine to the centroids of the voices heard so f
 
 The whole state is the list of `Speaker`s (id, optional name, centroid, seconds of speech): read
 it with `speakers()`, restore it with `load()`, add a known voice with `enroll()`.
+
+The voice encoder (speech/voice_encoders.py) is whichever model `models.speaker` names. Every
+cosine threshold is on that model's scale: the defaults were calibrated on Resemblyzer, and an
+ONNX speaker model takes its own from `diarization.onnx` (`diarizer_from_settings`).
 """
 
 from __future__ import annotations
 
-import functools
 import itertools
 import logging
 import threading
@@ -41,15 +44,24 @@ import numpy as np
 
 from ..audio.records import SAMPLE_RATE, SpeechSegment
 from ..config import DiarizationOptions, Settings
-from ..errors import InputError, ModelError
-from ..models import resolve
+from ..errors import InputError
 from .records import Piece, Speaker, Transcript, Word, join_words
+from .voice_encoders import (
+    ONNX_SPEAKER,
+    RESEMBLYZER,
+    RESEMBLYZER_DIM,
+    WINDOW_SECONDS,
+    EncoderSpec,
+    VoiceEncoder,
+    encoder_spec,
+)
 
 log = logging.getLogger(__name__)
 
-EMBEDDING_DIM = 256
-# Resemblyzer's encoder reads 1.6 s windows and was trained on audio normalised to -30 dBFS.
-WINDOW_SECONDS = 1.6
+# The default encoder's embedding size (Resemblyzer); `Diarizer.dim` is the configured one's.
+EMBEDDING_DIM = RESEMBLYZER_DIM
+# Resemblyzer was trained on audio normalised to -30 dBFS; an ONNX model's fbank features are
+# mean-normalised per window, so the gain makes no difference to it.
 _TARGET_DBFS = -30.0
 # Silence is found on 30 ms webrtcvad frames; three frames each side of speech are kept.
 _VAD_FRAME_MS = 30
@@ -103,9 +115,12 @@ def voiced_mask(samples: np.ndarray) -> np.ndarray:
 class Diarizer:
     """Online speaker diarization; keeps the known voices in memory. Thread-safe.
 
-    Knobs beyond `DiarizationOptions`, calibrated on two espeak-ng voices (en-us, en+f3), where
-    neighbouring 1.6 s stretches of one voice scored a cosine of 0.78 on average (5th percentile
-    0.71) and of two voices 0.59 (95th percentile 0.66):
+    `encoder` is the voice encoder to load on first use: an `EncoderSpec`, or a Resemblyzer weights
+    file (None: the packaged weights).
+
+    Knobs beyond `DiarizationOptions`, calibrated with Resemblyzer on two espeak-ng voices (en-us,
+    en+f3), where neighbouring 1.6 s stretches of one voice scored a cosine of 0.78 on average (5th
+    percentile 0.71) and of two voices 0.59 (95th percentile 0.66):
 
     - `change_threshold`: stretches of unknown voices with a lower cosine are different speakers;
     - `min_turn_seconds`: voice changes found without a pause are at least this far apart and
@@ -117,7 +132,7 @@ class Diarizer:
 
     def __init__(
         self,
-        weights: str | Path | None,
+        encoder: EncoderSpec | str | Path | None,
         options: DiarizationOptions,
         *,
         change_threshold: float = 0.7,
@@ -125,34 +140,39 @@ class Diarizer:
         pause_seconds: float = 0.25,
         change_window_seconds: float = 2.4,
         partial_rate: float = 4.0,
-        device: str = "cpu",
     ) -> None:
         if partial_rate < 1 / WINDOW_SECONDS:
             raise ValueError(f"partial_rate must be at least {1 / WINDOW_SECONDS:.3f} so windows cover the audio")
-        self.weights = Path(weights) if weights is not None else None
+        if not isinstance(encoder, EncoderSpec):
+            encoder = EncoderSpec(RESEMBLYZER, str(encoder) if encoder is not None else None)
+        self.encoder_spec = encoder
         self.options = options
         self.change_threshold = change_threshold
         self.min_turn_seconds = min_turn_seconds
         self.pause_seconds = pause_seconds
         self.change_window_seconds = change_window_seconds
         self.partial_rate = partial_rate
-        self.device = device
-        self._encoder: Any = None
+        self._encoder: VoiceEncoder | None = None
         self._speakers: dict[str, Speaker] = {}
         self._lock = threading.RLock()
 
     # --- the model ---------------------------------------------------------------------------
 
     @property
-    def encoder(self) -> Any:
-        """The voice encoder, loaded on first use (17 MB; about a second with torch already imported)."""
+    def encoder(self) -> VoiceEncoder:
+        """The voice encoder, loaded on first use (Resemblyzer: 17 MB, about a second with torch imported)."""
         with self._lock:
             if self._encoder is None:
-                self._encoder = _load_encoder(str(self.weights) if self.weights else None, self.device)
+                self._encoder = self.encoder_spec.load()
             return self._encoder
 
+    @property
+    def dim(self) -> int:
+        """The size of the encoder's embeddings (known without loading it for Resemblyzer)."""
+        return self.encoder_spec.dim or self.encoder.dim
+
     def warm_up(self) -> None:
-        """Load the encoder and run it once: the first call pays for librosa's lazy set-up (seconds)."""
+        """Load the encoder and run it once: the first call pays for lazy set-up (librosa's: seconds)."""
         rng = np.random.default_rng(0)
         self._partials(rng.normal(0, 0.01, int(WINDOW_SECONDS * SAMPLE_RATE)).astype(np.float32))
 
@@ -173,9 +193,7 @@ class Diarizer:
             # the speech keeps the window all voice.
             speech = np.resize(speech, window)
             where = np.resize(where, window)
-        _embed, partials, slices = encoder.embed_utterance(
-            speech, return_partials=True, rate=self.partial_rate, min_coverage=0.5
-        )
+        partials, slices = encoder.windows(speech, self.partial_rate)
         last = len(where) - 1
         spans = np.array([(where[min(s.start, last)], where[min(s.stop, len(where)) - 1] + 1) for s in slices])
         spans = np.sort(spans, axis=1)  # a repeated short stretch wraps around
@@ -201,8 +219,14 @@ class Diarizer:
         loaded: dict[str, Speaker] = {}
         for sp in speakers:
             centroid = np.asarray(sp.centroid, dtype=np.float32).reshape(-1)
-            if centroid.shape != (EMBEDDING_DIM,) or not np.all(np.isfinite(centroid)) or not centroid.any():
-                raise InputError(f"speaker {sp.id!r}: centroid must be {EMBEDDING_DIM} finite values, not all zero")
+            if centroid.shape != (self.dim,):
+                # Voices carry no record of the model that made them; a size mismatch is the one sign.
+                raise InputError(
+                    f"speaker {sp.id!r}: centroid must be {self.dim} values (the size of models.speaker's "
+                    f"embeddings), not {centroid.size}; voices made with another speaker model must be enrolled again"
+                )
+            if not np.all(np.isfinite(centroid)) or not centroid.any():
+                raise InputError(f"speaker {sp.id!r}: centroid must be {self.dim} finite values, not all zero")
             if sp.id in loaded:
                 raise InputError(f"speaker id {sp.id!r} appears twice")
             loaded[sp.id] = replace(sp, centroid=_unit(centroid), seconds=max(float(sp.seconds), 0.0))
@@ -481,28 +505,15 @@ def _piece(turn: _Turn, words: list[Word]) -> Piece:
     )
 
 
-@functools.lru_cache(maxsize=2)
-def _load_encoder(weights: str | None, device: str) -> Any:
-    try:
-        from resemblyzer import VoiceEncoder
-    except ImportError as exc:
-        raise ModelError(
-            f"resemblyzer is not installed ({exc}); run: assistant models install resemblyzer-ge2e"
-        ) from None
-    if weights is not None and not Path(weights).is_file():
-        raise ModelError(f"speaker model not found: {weights}; run: assistant models install resemblyzer-ge2e")
-    try:
-        return VoiceEncoder(device=device, verbose=False, weights_fpath=weights)
-    except Exception as exc:
-        raise ModelError(f"cannot load the speaker encoder {weights or 'resemblyzer default'}: {exc}") from exc
-
-
 def diarizer_from_settings(settings: Settings, **kwargs: Any) -> Diarizer:
-    """A diarizer with the configured speaker model; the encoder itself loads on first use."""
-    model = resolve(settings, "speaker")
-    if model.path is None:
-        raise ModelError(
-            f"models.speaker: {settings.models.speaker!r} is a hub id, but Resemblyzer loads only a local "
-            f"weights file; run: assistant models install resemblyzer-ge2e"
-        )
-    return Diarizer(model.path, settings.diarization, **kwargs)
+    """A diarizer with the configured speaker model; the encoder itself loads on first use.
+
+    An ONNX speaker model scores cosines on another scale than Resemblyzer, so it brings its own
+    match and change thresholds (`diarization.onnx`); `kwargs` still override them.
+    """
+    spec = encoder_spec(settings)
+    options = settings.diarization
+    if spec.format == ONNX_SPEAKER:
+        kwargs = {"change_threshold": options.onnx.change_threshold, **kwargs}
+        options = replace(options, match_threshold=options.onnx.match_threshold)
+    return Diarizer(spec, options, **kwargs)

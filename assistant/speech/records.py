@@ -72,7 +72,7 @@ class Speaker:
 
     id: str
     name: str | None
-    centroid: np.ndarray  # float32, shape (256,), L2-normalised
+    centroid: np.ndarray  # float32, shape (the speaker model's dim,): 256 for Resemblyzer; L2-normalised
     seconds: float
 
     @property

@@ -49,8 +49,12 @@ TEMPERATURES: tuple[float, ...] = (0.0,)
 # costs more time than the audio lasted on a small CPU.
 MAX_TOKENS_PER_SECOND = 12.0
 _MIN_TOKENS = 32
-# Whisper decodes at most 448 tokens, prompt included; the prompt here is the 3-4 start tokens.
+# Whisper decodes at most 448 tokens, prompt included; the prompt is the 3-4 start tokens and,
+# with hotwords, one more and theirs.
 _MAX_TOKENS = 440
+# Hotwords are a prompt, and every prompt token is one the answer cannot use: 200 characters (about
+# 40-60 tokens: twenty or so names) still leave 380 tokens for 30 s of speech, which needs at most ~250.
+HOTWORD_CHARS = 200
 
 _WORD_KEY = re.compile(r"[^\w']+")
 
@@ -190,8 +194,11 @@ class Transcriber:
             )
         self._lock = threading.Lock()
 
-    def transcribe(self, segment: SpeechSegment) -> list[Transcript]:
-        """The text of one speech segment, one record per Whisper segment, times in epoch seconds."""
+    def transcribe(self, segment: SpeechSegment, names: Sequence[str] = ()) -> list[Transcript]:
+        """The text of one speech segment, one record per Whisper segment, times in epoch seconds.
+
+        `names` (people the memory knows) join `stt.hotwords` as Whisper's hotwords: spelled as given.
+        """
         audio = np.ascontiguousarray(segment.samples, dtype=np.float32)
         if audio.size == 0:
             return []
@@ -199,6 +206,23 @@ class Transcriber:
         duration = len(audio) / SAMPLE_RATE
         # Whisper reads at most 30 s at once; the cap is per window, so a longer segment gets 30 s worth.
         max_tokens = min(_MIN_TOKENS + int(self.max_tokens_per_second * min(duration, 30.0)), _MAX_TOKENS)
+        hotwords = hotword_prompt((*opts.hotwords, *names))
+        out = guard(self._decode(audio, max_tokens, hotwords), segment, opts)
+        if hotwords and out and echoes_hotwords(out, hotwords):
+            # On silence and some noise Whisper reads the hotwords back ("Jaxon Bryndis Saoirse"),
+            # and with confidence, so the guards keep it. Speech made only of those names is rare:
+            # decode it again without them, which drops an echo and keeps a real "Jaxon!" (spelled
+            # as Whisper would have spelled it anyway).
+            log.debug("the transcript only repeated the hotwords; decoding without them")
+            out = guard(self._decode(audio, max_tokens, None), segment, opts)
+        return out
+
+    def _decode(self, audio: np.ndarray, max_tokens: int, hotwords: str | None) -> list[Segment]:
+        opts = self.options
+        if hotwords:
+            # The prompt's tokens (and its start token) come out of the 448 Whisper decodes in all.
+            prompt_tokens = len(self._model.hf_tokenizer.encode(" " + hotwords).ids) + 1
+            max_tokens = min(max_tokens, _MAX_TOKENS - prompt_tokens)
         with self._lock:
             segments, _info = self._model.transcribe(
                 audio,
@@ -212,9 +236,32 @@ class Transcriber:
                 word_timestamps=True,
                 vad_filter=False,  # segments come from our own VAD; a second pass would cut words
                 max_new_tokens=max_tokens,
+                hotwords=hotwords,
             )
-            raw = list(segments)  # the generator decodes lazily: consume it under the lock
-        return guard(raw, segment, opts)
+            return list(segments)  # the generator decodes lazily: consume it under the lock
+
+
+def echoes_hotwords(transcripts: Sequence[Transcript], hotwords: str) -> bool:
+    """Whether every word of the transcripts is one of the hotwords (Whisper reading its prompt back)."""
+    known = {_key(w) for w in hotwords.split()}
+    said = [_key(w) for t in transcripts for w in t.text.split()]
+    return bool(said) and all(w in known for w in said if w)
+
+
+def hotword_prompt(words: Iterable[str]) -> str | None:
+    """Whisper's hotwords: each word once, in order, within what its prompt keeps (None for none)."""
+    seen: dict[str, None] = {}
+    for word in words:
+        clean = " ".join(word.split())
+        if clean and clean.casefold() not in {w.casefold() for w in seen}:
+            seen[clean] = None
+    prompt = ""
+    for word in seen:
+        # Whole words only: a name cut in half would teach Whisper a wrong spelling.
+        if len(prompt) + len(word) + 1 > HOTWORD_CHARS:
+            break
+        prompt = f"{prompt} {word}" if prompt else word
+    return prompt or None
 
 
 def guard(raw: Iterable[Segment], segment: SpeechSegment, options: SttOptions) -> list[Transcript]:

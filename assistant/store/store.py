@@ -233,6 +233,16 @@ class Store:
         rows = self.db.all(f"SELECT id FROM utterances WHERE {' AND '.join(where)} ORDER BY time, id", tuple(params))
         return [int(r[0]) for r in rows]
 
+    def last_utterances(self, limit: int, speaker_id: int | None = None) -> list[tuple[int, Utterance]]:
+        """The newest `limit` utterances (of one speaker if given), oldest first, with their speaker's id."""
+        where, params = ("WHERE u.speaker_id = ?", (speaker_id, limit)) if speaker_id is not None else ("", (limit,))
+        rows = self.db.all(
+            "SELECT u.id, u.speaker_id, s.name AS speaker, u.text, u.time FROM utterances u "
+            f"JOIN speakers s ON s.id = u.speaker_id {where} ORDER BY u.time DESC, u.id DESC LIMIT ?",
+            params,
+        )
+        return [(int(r["speaker_id"]), _utterance(r)) for r in reversed(rows)]
+
     def set_utterance_voice(self, utterance_id: int, embedding: np.ndarray, seconds: float) -> None:
         self.db.execute(
             "INSERT OR REPLACE INTO utterance_voices (utterance_id, embedding, seconds) VALUES (?, ?, ?)",

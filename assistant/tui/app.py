@@ -29,12 +29,15 @@ from .client import AsyncDaemonClient, DaemonGone, DaemonRefused
 from .dialogs import (
     ConfirmScreen,
     ContextScreen,
+    Correction,
     ExportScreen,
     ForgetDone,
     ForgetScreen,
     HelpScreen,
     MergeScreen,
     NameScreen,
+    ReassignScreen,
+    WhoScreen,
 )
 from .memory import MemoryPane, MemoryTree, count_nodes
 from .offline import NoDaemonScreen
@@ -48,6 +51,7 @@ RECONNECT_SECONDS = 1.0
 # While a question is recorded the indicator redraws and asks the daemon for its level this often.
 RECORDING_TICK_SECONDS = 0.25
 GONE_NOTICE = "daemon went away; reconnecting…"
+CATCH_UP_LINES = 100  # stored lines the transcript pane shows on connecting
 
 
 class StatusArrived(Message):
@@ -84,6 +88,7 @@ class AssistantApp(App[None]):
         Binding("f6", "export", "Export", id="export", tooltip="Write the memory to a file"),
         Binding("f7", "forget", "Forget", id="forget", tooltip="Forget by speaker, time or words"),
         Binding("f8", "toggle_theme", "Theme", id="theme", tooltip="Light or dark"),
+        Binding("f9", "correct", "Correct", id="correct", tooltip="Say who really said lines of the transcript"),
         # Not in the footer (it is full at 80 columns): the filter row itself shows this key.
         Binding("ctrl+l", "limit", "Limit", show=False, id="limit", tooltip="Limit questions by speaker and time"),
     ]
@@ -198,6 +203,8 @@ class AssistantApp(App[None]):
             self.load_memory()
         self.main.query_one(StatusBar).show_status(status)
         self.memory_pane.show_budget(status["memory"])
+        if status["speakers"] != self.speakers_pane.speakers:
+            self.load_suggestions()  # a new voice, a merge or a move changes which voices sound alike
         self.speakers_pane.show_speakers(status["speakers"])
         self.chat.recall.show_speakers(status["speakers"])
         self.transcript.rename({sp["id"]: sp["name"] for sp in status["speakers"]})
@@ -220,7 +227,9 @@ class AssistantApp(App[None]):
         pane = self.transcript
         while True:
             try:
-                async for event in self.client.utterances():
+                # The newest lines first: a TUI opened (or reconnected) mid-conversation shows what
+                # was just said, and can correct it.
+                async for event in self.client.utterances(recent=CATCH_UP_LINES):
                     kind = event.get("type")
                     if kind == "hello":
                         pane.post_message(TranscriptPane.Connection(True))
@@ -450,9 +459,29 @@ class AssistantApp(App[None]):
         self.notify(f"Speaker {key} is now {name}.", title="Speakers")
         self.poll_status()
 
+    @on(SpeakersPane.WhoRequested)
+    def who_requested(self, message: SpeakersPane.WhoRequested) -> None:
+        speaker = message.speaker
+
+        def named(name: str | None) -> None:
+            if name and name != speaker["name"]:
+                self.rename_speaker(str(speaker["id"]), name)
+
+        self.push_screen(WhoScreen(speaker, self.settings.zone), named)
+
+    @work(exclusive=True, group="suggestions")
+    async def load_suggestions(self) -> None:
+        try:
+            suggestions = await self.client.merge_suggestions()
+        except AssistantError:
+            return  # the status poll says when the daemon is gone
+        if not self._panes_gone():
+            self.speakers_pane.show_suggestions(suggestions)
+
     @on(SpeakersPane.MergeRequested)
     def merge_requested(self, message: SpeakersPane.MergeRequested) -> None:
-        if len(self.speakers_pane.speakers) < 2:
+        pane = self.speakers_pane
+        if len(pane.speakers) < 2:
             self.notify("There is only one speaker.", title="Merge")
             return
 
@@ -460,7 +489,33 @@ class AssistantApp(App[None]):
             if pair:
                 self.merge_speakers(*pair)
 
-        self.push_screen(MergeScreen(self.speakers_pane.speakers, message.speaker), chosen)
+        self.push_screen(MergeScreen(pane.speakers, message.speaker, pane.suggested_pair(message.speaker)), chosen)
+
+    def action_correct(self) -> None:
+        pane = self.transcript
+        lines = [(line.utterance_id, pane.label(line), line.text) for line in pane.lines_kept if line.utterance_id]
+        if not lines:
+            self.notify("Nothing in the live transcript to correct yet.", title="Correct")
+            return
+
+        def chosen(correction: Correction | None) -> None:
+            if correction:
+                self.reassign(correction)
+
+        self.push_screen(ReassignScreen(lines, self.speakers_pane.speakers), chosen)
+
+    @work(group="speakers")
+    async def reassign(self, correction: Correction) -> None:
+        try:
+            out = await self.client.reassign(
+                correction.to, list(correction.utterance_ids), new_speaker=correction.new_speaker
+            )
+        except AssistantError as exc:
+            self.notify(str(exc), title="Correct", severity="error")
+            return
+        # The live stream brings the relabel to the transcript pane, as for the daemon's own moves.
+        self.notify(f"{len(out['moved'])} line(s) now said by {out['speaker']['name']}.", title="Correct")
+        self.poll_status()
 
     @work(group="speakers")
     async def merge_speakers(self, keep: str, other: str) -> None:
@@ -526,11 +581,14 @@ class AssistantApp(App[None]):
         yield SystemCommand(
             "Memory browser", "The scene > event > unit tree (F3)", lambda: self.action_show_tab("memory")
         )
-        yield SystemCommand("Speakers", "Rename and merge voices (F4)", lambda: self.action_show_tab("speakers"))
+        yield SystemCommand(
+            "Speakers", "Rename, identify and merge voices (F4)", lambda: self.action_show_tab("speakers")
+        )
         yield SystemCommand("Pause or resume listening", "F5", self.action_toggle_listening)
         yield SystemCommand("Export the memory", "To a file, atomically (F6)", self.action_export)
         yield SystemCommand("Forget…", "By speaker, time or words, with a dry run (F7)", self.action_forget)
         yield SystemCommand("Toggle light/dark theme", "F8", self.action_toggle_theme)
+        yield SystemCommand("Correct the transcript", "Say who really said lines (F9)", self.action_correct)
         yield SystemCommand("Help", "Keys and screens (? or F1)", self.action_help)
         yield SystemCommand("Reload the memory tree", "Fetch it again", self.load_memory)
 

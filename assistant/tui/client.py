@@ -100,8 +100,9 @@ class AsyncDaemonClient:
         """The recalled lines, the paths and the `filter` applied (its bounds read from the question too)."""
         return await self._call("POST", "/search", {"question": question, **recall_body(since, until, speaker)})
 
-    def utterances(self) -> AsyncIterator[dict[str, Any]]:
-        return self._lines("/utterances/stream", method="GET")
+    def utterances(self, recent: int = 0) -> AsyncIterator[dict[str, Any]]:
+        """The live transcript, after the newest `recent` utterances already stored."""
+        return self._lines(f"/utterances/stream?recent={int(recent)}", method="GET")
 
     async def pause(self) -> dict[str, Any]:
         return await self._call("POST", "/pause")
@@ -134,6 +135,19 @@ class AsyncDaemonClient:
 
     async def merge_speakers(self, keep: str, other: str) -> dict[str, Any]:
         return await self._call("POST", "/speakers/merge", {"keep": keep, "other": other})
+
+    async def merge_suggestions(self) -> list[dict[str, Any]]:
+        """Pairs of speakers whose voices sound alike: {"keep", "other", "cosine"}."""
+        return await self._call("GET", "/speakers/suggestions")
+
+    async def speaker_lines(self, key: str, limit: int) -> list[dict[str, Any]]:
+        """A speaker's last `limit` utterances, oldest first."""
+        return await self._call("GET", f"/speakers/{quote(key, safe='')}/utterances?limit={int(limit)}")
+
+    async def reassign(self, to: str, utterance_ids: list[int], *, new_speaker: bool = False) -> dict[str, Any]:
+        """These utterances were said by `to` (a speaker's id, or a new speaker's name)."""
+        body = {"to": to, "utterance_ids": utterance_ids, "new_speaker": new_speaker}
+        return await self._call("POST", "/utterances/reassign", body)
 
     async def memory(self) -> list[dict[str, Any]]:
         return await self._call("GET", "/memory")

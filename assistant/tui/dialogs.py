@@ -1,9 +1,11 @@
-"""Modal dialogs: confirm, rename, merge, export, forget, the transcript around a piece of evidence, help."""
+"""Modal dialogs: confirm, rename, merge, who-is-this, reassign, export, forget, the transcript around a
+piece of evidence, help."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import dataclass
 from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,7 +17,8 @@ from textual.binding import Binding
 from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.screen import ModalScreen
-from textual.widgets import Button, Checkbox, Input, Label, Markdown, Select, Static
+from textual.widgets import Button, Checkbox, Input, Label, Markdown, Select, SelectionList, Static
+from textual.widgets.selection_list import Selection
 
 from ..errors import AssistantError
 from ..memory.archive import write_atomically
@@ -103,18 +106,24 @@ class NameScreen(Dialog):
 class MergeScreen(Dialog):
     """Pick the speaker who stays and the one merged into them; dismisses with (keep, other) ids."""
 
-    def __init__(self, speakers: list[dict[str, Any]], selected: dict[str, Any] | None) -> None:
+    def __init__(
+        self, speakers: list[dict[str, Any]], selected: dict[str, Any] | None, suggested: tuple[str, str] | None = None
+    ) -> None:
+        """`suggested`: (keep, other) ids of voices that sound alike, filled in for the user to confirm."""
         super().__init__()
-        self.speakers, self.selected = speakers, selected
+        self.speakers, self.selected, self.suggested = speakers, selected, suggested
 
     def compose(self) -> ComposeResult:
         options = [(f"{s['name']} (#{s['id']})", str(s["id"])) for s in self.speakers]
-        keep = str(self.selected["id"]) if self.selected else Select.NULL
+        keep: str | Any = str(self.selected["id"]) if self.selected else Select.NULL
+        other: str | Any = Select.NULL
+        if self.suggested:
+            keep, other = self.suggested
         with Vertical(classes="dialog"):
             yield Label("Two labels are one voice. Keep:")
             yield Select(options, value=keep, id="keep")
             yield Label("and merge into it:")
-            yield Select(options, id="other")
+            yield Select(options, value=other, id="other")
             with Horizontal(classes="buttons"):
                 yield Button("Merge", variant="warning", id="ok")
                 yield Button("Cancel", id="cancel")
@@ -126,6 +135,113 @@ class MergeScreen(Dialog):
             self.notify("Pick two different speakers.", severity="warning")
             return
         self.dismiss((keep, other))
+
+    @on(Button.Pressed, "#cancel")
+    def cancel(self) -> None:
+        self.dismiss(None)
+
+
+class WhoScreen(Dialog):
+    """Who is this? An unnamed voice's last lines, and a box to name them; dismisses with the name or None."""
+
+    SHOWN = 8  # lines: enough to recognise someone by what they talk about
+
+    def __init__(self, speaker: dict[str, Any], zone: tzinfo | None = None) -> None:
+        super().__init__()
+        self.speaker = speaker
+        self.zone = zone or local_zone(None)
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog wide"):
+            yield Label(f"Who is {self.speaker['name']} (#{self.speaker['id']})?", classes="dialog-title")
+            yield VerticalScroll(Static("loading…", id="who-lines"), id="context")
+            yield Input(placeholder="their name", id="name")
+            with Horizontal(classes="buttons"):
+                yield Button("Name them", variant="primary", id="ok")
+                yield Button("Cancel", id="cancel")
+
+    def on_mount(self) -> None:
+        self.query_one("#name", Input).focus()
+        self.load()
+
+    @work(exclusive=True)
+    async def load(self) -> None:
+        lines = self.query_one("#who-lines", Static)
+        try:
+            found = await client_of(self).speaker_lines(str(self.speaker["id"]), self.SHOWN)
+        except AssistantError as exc:
+            lines.update(Text(f"✖ {exc}", style="red"))
+            return
+        out = Text()
+        for u in found:
+            out.append(f"{format_time(u['time'], self.zone)}  ", style="dim")
+            out.append(u["text"] + "\n")
+        lines.update(out if out.plain else Text("Nothing they said is kept any more."))
+
+    @on(Input.Submitted)
+    @on(Button.Pressed, "#ok")
+    def ok(self) -> None:
+        name = self.query_one("#name", Input).value.strip()
+        if not name:
+            self.notify("Type their name, or Escape.", severity="warning")
+            return
+        self.dismiss(name)
+
+    @on(Button.Pressed, "#cancel")
+    def cancel(self) -> None:
+        self.dismiss(None)
+
+
+@dataclass(frozen=True)
+class Correction:
+    """What the transcript's correction dialog asks for: these lines were said by `to`."""
+
+    utterance_ids: tuple[int, ...]
+    to: str  # a speaker's id, or a new speaker's name
+    new_speaker: bool
+
+
+class ReassignScreen(Dialog):
+    """Say who really said lines of the live transcript; dismisses with a Correction or None."""
+
+    SHOWN = 40  # the newest lines: a correction is made while the exchange is fresh
+
+    def __init__(self, lines: list[tuple[int, str, str]], speakers: list[dict[str, Any]]) -> None:
+        """`lines`: (utterance id, speaker label, text) in the order said."""
+        super().__init__()
+        self.lines, self.speakers = lines[-self.SHOWN :], speakers
+
+    def compose(self) -> ComposeResult:
+        choices = [Selection(Text(f"{label}: {text}"), uid) for uid, label, text in self.lines]
+        with Vertical(classes="dialog wide"):
+            yield Label("Which lines were said by someone else? (space marks a line)", classes="dialog-title")
+            yield SelectionList[int](*choices, id="lines")
+            yield Label("They were said by:")
+            yield Select([(f"{s['name']} (#{s['id']})", str(s["id"])) for s in self.speakers], id="to")
+            yield Input(placeholder="…or someone new: their name", id="new-name")
+            with Horizontal(classes="buttons"):
+                yield Button("Reassign", variant="warning", id="ok")
+                yield Button("Cancel", id="cancel")
+
+    def on_mount(self) -> None:
+        chosen = self.query_one("#lines", SelectionList)
+        chosen.focus()
+        if self.lines:
+            chosen.highlighted = len(self.lines) - 1  # the newest line: the one most likely wrong
+
+    @on(Button.Pressed, "#ok")
+    def ok(self) -> None:
+        ids = tuple(self.query_one("#lines", SelectionList).selected)
+        new_name = self.query_one("#new-name", Input).value.strip()
+        to = self.query_one("#to", Select).value
+        if not ids:
+            self.notify("Mark the lines first (space).", severity="warning")
+        elif new_name:
+            self.dismiss(Correction(ids, new_name, True))
+        elif isinstance(to, str):
+            self.dismiss(Correction(ids, to, False))
+        else:
+            self.notify("Pick who said them, or type a new name.", severity="warning")
 
     @on(Button.Pressed, "#cancel")
     def cancel(self) -> None:
@@ -337,6 +453,7 @@ HELP = """\
 | **F6** | export the memory to a file |
 | **F7** | forget by speaker, time or words (with a dry run first) |
 | **F8** | light or dark theme |
+| **F9** | correct who said lines of the live transcript |
 | **ctrl+p** | the command palette: every action by name |
 | **? / F1** | this help |
 | **ctrl+q** | quit (the daemon keeps running) |
@@ -347,7 +464,9 @@ and since/until (2026-11-16 or 2026-11-16 14:00, local time); under each answer,
 limited to, including what was read from the question itself ("last week").
 **Memory** — *d* forgets the selected node and everything under it (after a confirmation);
 type in the filter box to show only matching nodes. The gauge is the memory's token budget.
-**Speakers** — *n* renames the selected voice, *m* merges two labels that are one voice.
+**Speakers** — *n* renames the selected voice, *w* shows what an unnamed voice said so you can
+name them, *m* merges two labels that are one voice (voices that sound alike are suggested below
+the table). **F9** marks transcript lines said by someone else and gives them to the right person.
 """
 
 

@@ -64,6 +64,10 @@ class TranscriptPane(RichLog):
         self.notice: str | None = None
 
     def add(self, event: dict[str, Any]) -> None:
+        """Show an utterance; one already shown (sent again when the stream reconnected) is skipped."""
+        uid = event.get("utterance_id")
+        if uid is not None and any(line.utterance_id == uid for line in self.lines_kept):
+            return
         sid = event.get("speaker_id")
         speaker, text, at = event.get("speaker") or "?", event.get("text", ""), float(event.get("time") or 0)
         line = Line(event.get("utterance_id"), sid, speaker, text, at)
