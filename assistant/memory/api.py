@@ -348,7 +348,9 @@ class Memory:
                 if name.isdigit():
                     raise InputError(f"a name of digits alone ({name!r}) would read as a speaker's id")
                 if self.store.find_speaker(name) is not None:
-                    raise InputError(f"a speaker named {name!r} exists already; reassign to it as it is")
+                    raise InputError(
+                        f"a speaker named {name!r} exists already: give the lines to it, not to someone new"
+                    )
                 to = self.store.speaker_id(name)
             target = speakers.find(self.store, to)
             found = self.store.utterances(ids)
