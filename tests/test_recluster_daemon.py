@@ -60,6 +60,7 @@ def recording(tmp_path_factory) -> tuple[Path, list[Line]]:
     return pcm, script
 
 
+@pytest.mark.slow  # a daemon loads the LLM as it starts
 def test_reclustering_corrects_the_online_labels_everywhere(tmp_path, recording):
     pcm, script = recording
     d = daemon_config(tmp_path / "d", extra="")
