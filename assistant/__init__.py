@@ -3,7 +3,7 @@
 from .config import Settings, load_settings
 from .errors import AssistantError, ConfigError, InputError, ModelError, StoreError
 from .memory.api import Memory
-from .memory.records import Answer, Evidence, Utterance
+from .records import Answer, Evidence, Utterance
 
 __all__ = [
     "Answer",

@@ -20,15 +20,15 @@ from typing import Any
 import click
 
 from . import locations
-from .audio.records import SAMPLE_RATE
 from .bench.commands import bench
 from .bench.stats import percentile
 from .config import Settings, load_settings
 from .daemon.service_cli import service
 from .errors import AssistantError, InputError
 from .memory.api import Memory, TreeNode
-from .memory.records import Answer, Evidence, Speaker, format_time
+from .records import SAMPLE_RATE, Answer, Evidence, Speaker
 from .transcripts import parse_time, read_conversations
+from .zones import format_time
 
 DEMO_QUESTIONS = (
     "When is the Lisbon trip?",

@@ -16,7 +16,7 @@ import numpy as np
 import soundfile as sf
 
 from ..errors import InputError
-from .records import SAMPLE_RATE, AudioBlock
+from ..records import SAMPLE_RATE, AudioBlock
 from .resample import Converter
 from .sources import BATCH_BLOCK_MS, AudioSource
 

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
-from .records import SAMPLE_RATE, AudioBlock
+from ..records import SAMPLE_RATE, AudioBlock
 from .resample import Converter
 from .sources import AudioSource
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Self
 
-from .records import AudioBlock
+from ..records import AudioBlock
 
 if TYPE_CHECKING:
     from ..config import AudioOptions

@@ -10,7 +10,7 @@ from typing import BinaryIO
 import numpy as np
 
 from ..errors import InputError
-from .records import SAMPLE_RATE, AudioBlock
+from ..records import SAMPLE_RATE, AudioBlock
 from .resample import Converter
 from .sources import BATCH_BLOCK_MS, AudioSource
 

@@ -22,6 +22,7 @@ from ..entities import make_extractor
 from ..errors import InputError
 from ..llm import LLM, load_llm, load_tokenizer
 from ..models import resolve
+from ..records import Answer, Evidence, Level, Node, RecallFilter, Retrieval, Speaker, Utterance
 from ..store.store import Store
 from . import archive, forget, speakers
 from .answer import DONT_KNOW, Prompt, as_evidence, build_prompt, cited_evidence, says_unknown, strip_citations
@@ -31,7 +32,6 @@ from .distill import Distiller
 from .engine import ProStream, StepReport
 from .question import QuestionReading, read_question
 from .recall import recall
-from .records import Answer, Evidence, Level, Node, RecallFilter, Retrieval, Speaker, Utterance
 
 
 @dataclass(frozen=True)

@@ -31,9 +31,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError, InputError
+from ..records import Level, Utterance
 from ..store.store import Store, utterance_digest
-from .dates import local_zone
-from .records import Level, Utterance
+from ..zones import local_zone
 
 FORMAT = "assistant-memory"
 SCHEMA = 1
