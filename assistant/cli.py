@@ -348,7 +348,7 @@ def ingest(
 
 def _ingest_audio(ctx: click.Context, file: Path, realtime: bool, start: float | None) -> None:
     from .audio.sources import open_source
-    from .speech.chain import Listener
+    from .listening import Listener
 
     settings = _settings(ctx)
     source = open_source(file, settings.audio, realtime=realtime, start_time=start)
@@ -393,7 +393,7 @@ def _ingest_audio(ctx: click.Context, file: Path, realtime: bool, start: float |
 def listen(ctx: click.Context, device: str | None) -> None:
     """Listen to the microphone in the foreground and remember what is said (Ctrl-C stops)."""
     from .audio.sources import open_source
-    from .speech.chain import Heard, Listener
+    from .listening import Heard, Listener
 
     settings = _settings(ctx, **({"audio": {"device": device}} if device else {}))
     with Memory(settings) as memory:
@@ -498,7 +498,7 @@ def _demo_text(mem: Memory) -> None:
 
 def _demo_recording(mem: Memory, settings: Settings) -> None:
     from .audio.sources import open_source
-    from .speech.chain import Heard, Listener
+    from .listening import Heard, Listener
 
     recording = DATA / "demo_recording.ogg"
     source = open_source(recording, settings.audio, start_time=DEMO_RECORDING_START)
@@ -686,7 +686,7 @@ def speakers_enroll(ctx: click.Context, name: str, recording: Path) -> None:
     import numpy as np
 
     from .audio.sources import open_source
-    from .speech.chain import enroll
+    from .listening import enroll
     from .speech.diarize import diarizer_from_settings
 
     settings = _settings(ctx)

@@ -34,9 +34,9 @@ import numpy as np
 from ..audio.sources import open_source
 from ..config import Settings
 from ..errors import InputError
+from ..listening import Heard, Listener
 from ..memory.api import Memory
 from ..records import AudioBlock, Piece
-from ..speech.chain import Heard, Listener
 from ..speech.diarize import diarizer_from_settings
 from ..speech.transcribe import Transcriber, transcriber_from_settings
 from ..transcripts import read_conversations

@@ -31,12 +31,12 @@ from ..audio.sources import AudioSource, open_source
 from ..audio.vad import speech_segments
 from ..config import Settings, parse_quiet_hours
 from ..errors import AssistantError, InputError
+from ..listening import Heard, Listener, Relabelled
 from ..memory import archive
 from ..memory.api import Memory, MemoryStats, Reassignment, TreeNode
 from ..memory.forget import ForgetFilter, ForgetPlan, ForgetReport
 from ..memory.speakers import MergeSuggestion
 from ..records import SAMPLE_RATE, Answer, AudioBlock, Retrieval, Speaker, SpeechSegment, Transcript, Utterance
-from ..speech.chain import Heard, Listener, Relabelled
 from .spool import Queued, SegmentQueue
 from .writer import Writer
 

@@ -16,15 +16,15 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ..audio.vad import speech_segments
-from ..config import ReclusterOptions, Settings
-from ..errors import AssistantError
-from ..memory.api import Memory
-from ..memory.speakers import check_name, is_automatic_name
-from ..records import SAMPLE_RATE, AudioBlock, Piece, Speaker, SpeechSegment, Transcript, Utterance, Voiceprint
-from .diarize import Diarizer, diarizer_from_settings
-from .recluster import VoiceSample, plan_moves
-from .transcribe import Transcriber, transcriber_from_settings
+from .audio.vad import speech_segments
+from .config import ReclusterOptions, Settings
+from .errors import AssistantError
+from .memory.api import Memory
+from .memory.speakers import check_name, is_automatic_name
+from .records import SAMPLE_RATE, AudioBlock, Piece, Speaker, SpeechSegment, Transcript, Utterance, Voiceprint
+from .speech.diarize import Diarizer, diarizer_from_settings
+from .speech.recluster import VoiceSample, plan_moves
+from .speech.transcribe import Transcriber, transcriber_from_settings
 
 log = logging.getLogger(__name__)
 
