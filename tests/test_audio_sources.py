@@ -16,9 +16,10 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from assistant.audio.base import AudioSource
 from assistant.audio.files import FileSource
 from assistant.audio.microphone import Microphone, MicrophoneError
-from assistant.audio.sources import AudioSource, open_source
+from assistant.audio.sources import open_source
 from assistant.audio.stdin import PcmStreamSource
 from assistant.audio.vad import Segmenter
 from assistant.config import AudioOptions

@@ -11,8 +11,8 @@ import numpy as np
 
 from ..errors import InputError
 from ..records import SAMPLE_RATE, AudioBlock
+from .base import BATCH_BLOCK_MS, AudioSource
 from .resample import Converter
-from .sources import BATCH_BLOCK_MS, AudioSource
 
 log = logging.getLogger(__name__)
 

@@ -26,8 +26,9 @@ from typing import Any
 
 import numpy as np
 
+from ..audio.base import AudioSource
 from ..audio.level import level_dbfs
-from ..audio.sources import AudioSource, open_source
+from ..audio.sources import open_source
 from ..audio.vad import speech_segments
 from ..config import Settings, parse_quiet_hours
 from ..errors import AssistantError, InputError
