@@ -725,7 +725,8 @@ def export_cmd(
     ctx: click.Context, out: Path, fmt: str, since: str | None, until: str | None, speaker: str | None
 ) -> None:
     """Write the memory to OUT: json (complete, re-importable), markdown (to read) or jsonl (the transcript)."""
-    from .memory.archive import Selection, write_atomically
+    from .exports import write_atomically
+    from .memory.archive import Selection
 
     zone = _settings(ctx).zone
     selection = Selection(_when(since, "--since", zone), _when(until, "--until", zone), speaker)

@@ -20,6 +20,7 @@ from ..config import Settings, load_settings
 from ..embed import load_embedder
 from ..entities import make_extractor
 from ..errors import InputError
+from ..exports import write_atomically
 from ..llm import LLM, load_llm, load_tokenizer
 from ..models import resolve
 from ..records import Answer, Evidence, Level, Node, RecallFilter, Retrieval, Speaker, Utterance
@@ -202,7 +203,7 @@ class Memory:
     ) -> int:
         """Write the memory (or the selected part) to `path` atomically; returns the bytes written."""
         doc = self.export_document(fmt, selection, progress)
-        size = archive.write_atomically(path, archive.FORMATS[fmt](doc))
+        size = write_atomically(path, archive.FORMATS[fmt](doc))
         self.audit_export(fmt, doc)  # only an export that was written is one
         return size
 
