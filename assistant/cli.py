@@ -6,6 +6,7 @@ Every `AssistantError` becomes one clean line on stderr and a non-zero exit code
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import json
 import logging
 import math
@@ -15,20 +16,20 @@ import tempfile
 import textwrap
 from datetime import tzinfo
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from . import locations
-from .audio.records import SAMPLE_RATE
-from .bench.commands import bench
-from .bench.stats import percentile
 from .config import Settings, load_settings
 from .daemon.service_cli import service
 from .errors import AssistantError, InputError
-from .memory.api import Memory, TreeNode
-from .memory.records import Answer, Evidence, Speaker, format_time
+from .records import SAMPLE_RATE, Answer, Evidence, Speaker
 from .transcripts import parse_time, read_conversations
+from .zones import format_time
+
+if TYPE_CHECKING:
+    from .memory.api import Memory, TreeNode
 
 DEMO_QUESTIONS = (
     "When is the Lisbon trip?",
@@ -50,8 +51,30 @@ DEMO_RECORDING_QUESTIONS = (
 )
 
 
+# Command groups imported only when run, so `assistant --help` and the daemon's clients start
+# without them (`bench` imports every system it compares): name -> (module, group, its help line).
+LAZY_GROUPS = {"bench": ("assistant.bench.commands", "bench", "Measure recall quality, latency and boundedness.")}
+
+
 class _Group(click.Group):
     """Every `AssistantError` from any subcommand becomes one clean line on stderr and its exit code."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted([*super().list_commands(ctx), *LAZY_GROUPS])
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in LAZY_GROUPS:  # a stand-in for the command list; running it loads the group
+            return click.Group(cmd_name, help=LAZY_GROUPS[cmd_name][2])
+        return super().get_command(ctx, cmd_name)
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        name, command, rest = super().resolve_command(ctx, args)
+        if name in LAZY_GROUPS:
+            module, group, _help = LAZY_GROUPS[name]
+            command = getattr(importlib.import_module(module), group)
+        return name, command, rest
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -65,10 +88,18 @@ def _settings(ctx: click.Context, **overrides: Any) -> Settings:
     return load_settings(ctx.obj["config"], overrides=overrides or None)
 
 
+def _memory(settings: Settings) -> Memory:
+    """The memory engine, imported only by the commands that open one: the daemon's clients never
+    load its libraries (usearch, onnxruntime)."""
+    from .memory.api import Memory
+
+    return Memory(settings)
+
+
 def _open(ctx: click.Context) -> Memory:
     settings = _settings(ctx)
     _refuse_if_daemon(settings)
-    return Memory(settings)
+    return _memory(settings)
 
 
 def _refuse_if_daemon(settings: Settings) -> None:
@@ -296,6 +327,8 @@ def _print_search(found: dict[str, Any], zone: tzinfo) -> None:
 
 
 def _latency_summary(answers: list[Answer]) -> str:
+    from .bench.stats import percentile
+
     r = [a.retrieval_ms for a in answers]
     t = [a.retrieval_ms + a.answer_ms for a in answers]
     c = [float(a.context_tokens) for a in answers]
@@ -348,12 +381,12 @@ def ingest(
 
 def _ingest_audio(ctx: click.Context, file: Path, realtime: bool, start: float | None) -> None:
     from .audio.sources import open_source
-    from .speech.chain import Listener
+    from .listening import Listener
 
     settings = _settings(ctx)
     source = open_source(file, settings.audio, realtime=realtime, start_time=start)
     total = getattr(source, "duration", None)
-    with Memory(settings) as memory, source:
+    with _memory(settings) as memory, source:
         listener = Listener.from_settings(memory, settings)
         with click.progressbar(
             length=max(1, math.ceil(total or 0)), label=file.name, show_eta=True, file=sys.stderr
@@ -393,10 +426,10 @@ def _ingest_audio(ctx: click.Context, file: Path, realtime: bool, start: float |
 def listen(ctx: click.Context, device: str | None) -> None:
     """Listen to the microphone in the foreground and remember what is said (Ctrl-C stops)."""
     from .audio.sources import open_source
-    from .speech.chain import Heard, Listener
+    from .listening import Heard, Listener
 
     settings = _settings(ctx, **({"audio": {"device": device}} if device else {}))
-    with Memory(settings) as memory:
+    with _memory(settings) as memory:
         listener = Listener.from_settings(memory, settings)
         listener.warm_up()
         source = open_source(None, settings.audio)
@@ -470,7 +503,7 @@ def demo(ctx: click.Context, keep: Path | None, text_only: bool) -> None:
     """Listen to a short bundled two-voice recording, then answer questions about it with evidence."""
     with tempfile.TemporaryDirectory(prefix="assistant-demo-") as tmp:
         settings = _settings(ctx, paths={"data_dir": str(keep or tmp)})
-        with Memory(settings) as mem:
+        with _memory(settings) as mem:
             if text_only:
                 _demo_text(mem)
                 questions = DEMO_QUESTIONS
@@ -498,7 +531,7 @@ def _demo_text(mem: Memory) -> None:
 
 def _demo_recording(mem: Memory, settings: Settings) -> None:
     from .audio.sources import open_source
-    from .speech.chain import Heard, Listener
+    from .listening import Heard, Listener
 
     recording = DATA / "demo_recording.ogg"
     source = open_source(recording, settings.audio, start_time=DEMO_RECORDING_START)
@@ -686,7 +719,7 @@ def speakers_enroll(ctx: click.Context, name: str, recording: Path) -> None:
     import numpy as np
 
     from .audio.sources import open_source
-    from .speech.chain import enroll
+    from .listening import enroll
     from .speech.diarize import diarizer_from_settings
 
     settings = _settings(ctx)
@@ -725,7 +758,8 @@ def export_cmd(
     ctx: click.Context, out: Path, fmt: str, since: str | None, until: str | None, speaker: str | None
 ) -> None:
     """Write the memory to OUT: json (complete, re-importable), markdown (to read) or jsonl (the transcript)."""
-    from .memory.archive import Selection, write_atomically
+    from .exports import write_atomically
+    from .memory.archive import Selection
 
     zone = _settings(ctx).zone
     selection = Selection(_when(since, "--since", zone), _when(until, "--until", zone), speaker)
@@ -841,7 +875,6 @@ def _show_plan(plan: dict[str, Any]) -> None:
         click.echo("  " + textwrap.shorten(example, 98))
 
 
-main.add_command(bench)
 main.add_command(service)
 
 

@@ -21,7 +21,7 @@ import yaml
 
 from . import locations
 from .errors import ConfigError
-from .memory.dates import local_zone
+from .zones import local_zone
 
 
 def _range(lo: float | None = None, hi: float | None = None, choices: tuple[str, ...] = ()) -> Any:

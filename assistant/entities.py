@@ -24,7 +24,7 @@ from types import ModuleType
 from typing import Any, Protocol
 
 from assistant.errors import ConfigError, ModelError
-from assistant.memory.records import Triplet, Utterance
+from assistant.records import Triplet, Utterance
 
 INSTALL_HINT = "`assistant models install` installs the default models"
 # No GLiNER model is among the defaults, so its errors point elsewhere.

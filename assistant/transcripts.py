@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InputError
-from .memory.records import Utterance
+from .records import Utterance
 
 # Turns inside one LoCoMo session carry no time of their own; space them this far apart so
 # order survives and "now" advances within the session.

@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 import soundfile as sf
 
-from assistant.audio.records import SAMPLE_RATE
 from assistant.config import VadOptions
+from assistant.records import SAMPLE_RATE
 
 SENTENCE_A = "I will send the slides on Tuesday, after the budget meeting."
 SENTENCE_B = "Sam said the Lisbon trip moves to May."

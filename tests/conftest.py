@@ -14,7 +14,7 @@ from assistant import locations
 from assistant.config import load_settings
 from assistant.llm import LOAD_LOG_ENV
 from assistant.memory.api import Memory
-from assistant.memory.records import Level
+from assistant.records import Level
 
 # Models are installed once per machine (`assistant models install`); tests read them from the
 # real location while everything else they write goes to a temporary directory.

@@ -16,14 +16,15 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from assistant.audio.base import AudioSource
 from assistant.audio.files import FileSource
 from assistant.audio.microphone import Microphone, MicrophoneError
-from assistant.audio.records import SAMPLE_RATE, AudioBlock, SpeechSegment
-from assistant.audio.sources import AudioSource, open_source
+from assistant.audio.sources import open_source
 from assistant.audio.stdin import PcmStreamSource
 from assistant.audio.vad import Segmenter
 from assistant.config import AudioOptions
 from assistant.errors import InputError
+from assistant.records import SAMPLE_RATE, AudioBlock, SpeechSegment
 from tests.audio_helpers import Dialog, espeak, make_dialog, read_int16, sox, to_16k, vad_options
 from tests.fake_portaudio import FakeDevice, FakePortAudio
 

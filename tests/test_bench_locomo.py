@@ -22,8 +22,8 @@ from assistant.embed import load_embedder
 from assistant.errors import InputError
 from assistant.llm import LLM, load_tokenizer
 from assistant.memory.answer import frame
-from assistant.memory.records import Utterance
 from assistant.models import resolve
+from assistant.records import Utterance
 from assistant.transcripts import read_conversations
 
 from .conftest import overrides

@@ -16,7 +16,7 @@ from assistant.bench.scale import ScalePoint, ScaleResult, run_scale, scale_json
 from assistant.bench.synthetic import SyntheticStream, synthetic_utterances
 from assistant.config import Settings, load_settings
 from assistant.errors import InputError
-from assistant.memory.records import Utterance
+from assistant.records import Utterance
 
 from .conftest import overrides
 

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from assistant.config import BudgetOptions, UtilityOptions
 from assistant.memory.budget import enforce_budget, utility
-from assistant.memory.records import Level
+from assistant.records import Level
 from assistant.transcripts import read_conversations
 
 from .conftest import check_invariants, open_memory

@@ -11,8 +11,8 @@ import pytest
 from assistant.llm import load_tokenizer
 from assistant.memory.answer import DONT_KNOW, build_prompt, cited_evidence, frame, says_unknown, strip_citations
 from assistant.memory.context import Candidate, adds_words, build_context, render
-from assistant.memory.records import Evidence
 from assistant.models import resolve
+from assistant.records import Evidence
 
 from .conftest import open_memory
 

@@ -17,8 +17,9 @@ import pytest
 from assistant.config import load_settings
 from assistant.errors import ConfigError
 from assistant.memory.archive import markdown_chunks
-from assistant.memory.dates import annotate, day_heading, find_expressions, local_zone, question_window
-from assistant.memory.records import Evidence, format_time
+from assistant.memory.dates import annotate, day_heading, find_expressions, question_window
+from assistant.records import Evidence
+from assistant.zones import format_time, local_zone
 
 LISBON = ZoneInfo("Europe/Lisbon")
 NEW_YORK = ZoneInfo("America/New_York")

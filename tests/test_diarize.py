@@ -9,11 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from assistant.audio.records import SAMPLE_RATE
 from assistant.config import DiarizationOptions, load_settings
 from assistant.errors import InputError, ModelError
+from assistant.records import SAMPLE_RATE, Piece, Voiceprint
 from assistant.speech.diarize import EMBEDDING_DIM, Diarizer, diarizer_from_settings
-from assistant.speech.records import Piece, Speaker
 from assistant.speech.transcribe import Transcriber
 
 from .test_transcribe import (
@@ -170,12 +169,12 @@ def test_speakers_survive_a_save_and_load(tiny: Transcriber, tmp_path, workdir):
     assert {p.speaker for p in pieces} == {"S1"}
     assert len(second.speakers()) == 2
     # New ids never reuse a loaded one, whatever the loaded ids look like.
-    second.load([Speaker("S1", "Sam", saved[0].centroid, 10.0), Speaker("S3", None, saved[1].centroid, 5.0)])
+    second.load([Voiceprint("S1", "Sam", saved[0].centroid, 10.0), Voiceprint("S3", None, saved[1].centroid, 5.0)])
     stranger, _ = second.assign(np.eye(EMBEDDING_DIM, dtype=np.float32)[0], 3.0)
     assert stranger.id not in {"S1", "S3"} and len(second.speakers()) == 3
 
     with pytest.raises(InputError, match="256"):
-        second.load([Speaker("x", None, np.ones(10, np.float32), 1.0)])
+        second.load([Voiceprint("x", None, np.ones(10, np.float32), 1.0)])
     with pytest.raises(InputError, match="twice"):
         second.load([saved[0], saved[0]])
 
@@ -206,13 +205,13 @@ def test_matching_rules():
     moved = d.speakers()[0]
     assert moved.seconds == 4.0 and np.allclose(moved.centroid, _unit(0.75 * e1 + 0.25 * near), atol=1e-6)
     # ...and an old one by centroid_weight.
-    d.load([Speaker("S1", None, e1, 1000.0)])
+    d.load([Voiceprint("S1", None, e1, 1000.0)])
     d.assign(near, 1.0)
     assert np.allclose(d.speakers()[0].centroid, _unit(0.9 * e1 + 0.1 * near), atol=1e-6)
 
     # Two speakers nearly as close: attributed to the better one, but neither learns from it.
     c2 = _unit(0.8 * e1 + 0.6 * e2)
-    d.load([Speaker("A", None, e1, 50.0), Speaker("B", None, c2, 50.0)])
+    d.load([Voiceprint("A", None, e1, 50.0), Voiceprint("B", None, c2, 50.0)])
     between = _unit(0.95 * e1 + 0.31 * e2)
     who, _ = d.assign(between, 3.0)
     assert who.id == "A"

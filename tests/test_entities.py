@@ -24,7 +24,7 @@ from assistant.entities import (
     packaged_spacy_model_dir,
 )
 from assistant.errors import ConfigError, ModelError
-from assistant.memory.records import Triplet, Utterance
+from assistant.records import Triplet, Utterance
 
 PRONOUNS = {"i", "me", "my", "we", "us", "our", "you", "your", "it", "this", "that", "they", "them", "he", "she"}
 

@@ -9,7 +9,7 @@ import pytest
 
 from assistant.errors import InputError
 from assistant.memory.forget import ForgetFilter
-from assistant.memory.records import Utterance
+from assistant.records import Utterance
 from assistant.transcripts import read_conversations
 
 from .conftest import check_invariants, open_memory

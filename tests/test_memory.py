@@ -6,7 +6,7 @@ import pytest
 
 from assistant.errors import InputError
 from assistant.memory.answer import DONT_KNOW
-from assistant.memory.records import Level, Utterance
+from assistant.records import Level, Utterance
 from assistant.transcripts import read_conversations
 
 from .conftest import check_invariants, open_memory

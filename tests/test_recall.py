@@ -10,7 +10,7 @@ import pytest
 from assistant.errors import InputError
 from assistant.memory.forget import ForgetFilter
 from assistant.memory.question import fts_query, read_question
-from assistant.memory.records import Utterance
+from assistant.records import Utterance
 
 from .conftest import check_invariants, open_memory
 

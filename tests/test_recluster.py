@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from assistant.audio.records import SAMPLE_RATE
 from assistant.config import ReclusterOptions
+from assistant.records import SAMPLE_RATE
 from assistant.speech.diarize import Diarizer, diarizer_from_settings
 from assistant.speech.recluster import VoiceSample, cluster_voices, plan_moves
 

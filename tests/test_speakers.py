@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from assistant.errors import InputError
-from assistant.memory.records import Utterance
 from assistant.memory.speakers import replace_name
+from assistant.records import Utterance
 from assistant.store.migrations import SCHEMA_VERSION
 
 from .conftest import check_invariants, open_memory

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from assistant.audio.records import SAMPLE_RATE, SpeechSegment
 from assistant.daemon.spool import SegmentQueue
+from assistant.records import SAMPLE_RATE, SpeechSegment
 
 
 def segment(start: float, seconds: float = 0.5) -> SpeechSegment:

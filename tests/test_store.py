@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from assistant.errors import StoreError
-from assistant.memory.records import Level, Utterance
+from assistant.records import Level, Utterance
 from assistant.store.db import IntegrityError
 from assistant.store.migrations import SCHEMA_VERSION
 from assistant.store.store import Store

@@ -1,8 +1,8 @@
 import numpy as np
 
 from assistant.config import STSBOptions
-from assistant.memory.records import Utterance
 from assistant.memory.stsb import SensingBuffer
+from assistant.records import Utterance
 
 A = np.array([1.0, 0.0], dtype=np.float32)
 B = np.array([0.0, 1.0], dtype=np.float32)

@@ -17,10 +17,9 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from assistant.audio.records import SAMPLE_RATE, SpeechSegment
 from assistant.config import Settings, load_settings
 from assistant.errors import ConfigError, ModelError
-from assistant.speech.records import Transcript
+from assistant.records import SAMPLE_RATE, SpeechSegment, Transcript
 from assistant.speech.transcribe import (
     HOTWORD_CHARS,
     Transcriber,

@@ -12,10 +12,10 @@ import pytest
 import soundfile as sf
 
 from assistant.audio.files import FileSource
-from assistant.audio.records import SAMPLE_RATE, AudioBlock, SpeechSegment
 from assistant.audio.silero import SileroCheck
 from assistant.audio.vad import Segmenter, speech_segments
 from assistant.config import load_settings
+from assistant.records import SAMPLE_RATE, AudioBlock, SpeechSegment
 from tests.audio_helpers import (
     Dialog,
     espeak,

@@ -18,11 +18,10 @@ import pytest
 import soundfile as sf
 from onnx import TensorProto, helper, numpy_helper
 
-from assistant.audio.records import SAMPLE_RATE
 from assistant.config import load_settings
 from assistant.errors import ConfigError, InputError, ModelError
+from assistant.records import SAMPLE_RATE, Voiceprint
 from assistant.speech.diarize import Diarizer, diarizer_from_settings, normalise_volume, voiced_mask
-from assistant.speech.records import Speaker
 from assistant.speech.voice_encoders import (
     ONNX_SPEAKER,
     RESEMBLYZER,
@@ -237,7 +236,7 @@ def test_an_enrolled_voice_is_recognised_with_the_onnx_backend(tmp_path, model_p
     assert stranger.id != alice.id and len(diarizer.speakers()) == 2
     # Voices stored by a model of another size are refused, naming what to do.
     with pytest.raises(InputError, match=f"must be {DIM} values .* enrolled again"):
-        diarizer.load([Speaker("x", None, np.ones(256, np.float32), 1.0)])
+        diarizer.load([Voiceprint("x", None, np.ones(256, np.float32), 1.0)])
 
 
 def test_a_missing_onnx_file_names_the_key_and_the_forms(tmp_path):

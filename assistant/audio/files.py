@@ -16,9 +16,9 @@ import numpy as np
 import soundfile as sf
 
 from ..errors import InputError
-from .records import SAMPLE_RATE, AudioBlock
+from ..records import SAMPLE_RATE, AudioBlock
+from .base import BATCH_BLOCK_MS, AudioSource
 from .resample import Converter
-from .sources import BATCH_BLOCK_MS, AudioSource
 
 log = logging.getLogger(__name__)
 

@@ -23,9 +23,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
-from .records import SAMPLE_RATE, AudioBlock
+from ..records import SAMPLE_RATE, AudioBlock
+from .base import AudioSource
 from .resample import Converter
-from .sources import AudioSource
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import soxr
 
-from .records import SAMPLE_RATE
+from ..records import SAMPLE_RATE
 
 
 def float_to_int16(samples: np.ndarray) -> np.ndarray:

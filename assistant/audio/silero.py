@@ -16,7 +16,7 @@ import logging
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 
-from .records import SAMPLE_RATE, SpeechSegment
+from ..records import SAMPLE_RATE, SpeechSegment
 
 log = logging.getLogger(__name__)
 

@@ -10,9 +10,9 @@ from typing import BinaryIO
 import numpy as np
 
 from ..errors import InputError
-from .records import SAMPLE_RATE, AudioBlock
+from ..records import SAMPLE_RATE, AudioBlock
+from .base import BATCH_BLOCK_MS, AudioSource
 from .resample import Converter
-from .sources import BATCH_BLOCK_MS, AudioSource
 
 log = logging.getLogger(__name__)
 

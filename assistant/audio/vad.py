@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import webrtcvad
 
-from .records import SAMPLE_RATE, AudioBlock, SpeechSegment
+from ..records import SAMPLE_RATE, AudioBlock, SpeechSegment
 
 if TYPE_CHECKING:
     from ..config import VadOptions

@@ -13,12 +13,9 @@ import dataclasses
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, ClassVar, Generic, Protocol, TextIO, TypeVar
 
 from ..errors import InputError
-
-if TYPE_CHECKING:  # locomo imports this module; the record class is handed in at run time
-    from .locomo import ProbeResult
 
 # /2: `full` reads the model's trained context (it was a 4k window, now `recent-window`), and
 # probes no longer count as uses unless the run says so; answers from /1 files measured otherwise.
@@ -27,18 +24,34 @@ _EARLIER = ("assistant-bench-locomo-checkpoint/1",)
 ProbeKey = tuple[str, str, int, str]  # system, conversation, question number, probe
 
 
-def key_of(result: ProbeResult) -> ProbeKey:
+class Answered(Protocol):
+    """What the log needs of an answer record (the benchmark's `ProbeResult`, a dataclass)."""
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]
+    system: str
+    conversation: str
+    number: int
+    probe: str
+
+
+R = TypeVar("R", bound=Answered)
+
+
+def key_of(result: Answered) -> ProbeKey:
     return (result.system, result.conversation, result.number, result.probe)
 
 
-class ProbeLog:
-    """The answers of one run, keyed by (system, conversation, question number, probe)."""
+class ProbeLog(Generic[R]):
+    """The answers of one run, keyed by (system, conversation, question number, probe).
 
-    def __init__(self, path: Path, run: dict[str, Any], record: type[ProbeResult]) -> None:
+    `record` is the dataclass each answer is (the benchmark hands in its `ProbeResult`).
+    """
+
+    def __init__(self, path: Path, run: dict[str, Any], record: type[R]) -> None:
         self.path = path
         self.run = run
         self.record = record
-        self._found: dict[ProbeKey, ProbeResult] = {}
+        self._found: dict[ProbeKey, R] = {}
         if path.exists() and path.stat().st_size > 0:
             self._read()
             self._file: TextIO = path.open("a", encoding="utf-8")
@@ -52,10 +65,10 @@ class ProbeLog:
     def __len__(self) -> int:
         return len(self._found)
 
-    def get(self, key: ProbeKey) -> ProbeResult | None:
+    def get(self, key: ProbeKey) -> R | None:
         return self._found.get(key)
 
-    def add(self, result: ProbeResult) -> None:
+    def add(self, result: R) -> None:
         self._found[key_of(result)] = result
         self._write(dataclasses.asdict(result))
 

@@ -331,7 +331,7 @@ def _run_conversation(
     names: Sequence[str],
     work_dir: Path,
     progress: Callable[[int, str], None] | None,
-    log_file: ProbeLog | None = None,
+    log_file: ProbeLog[ProbeResult] | None = None,
     *,
     recall_only: bool = False,
     probes_use: bool = False,

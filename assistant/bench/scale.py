@@ -45,7 +45,7 @@ from ..embed import Embedder
 from ..errors import InputError
 from ..memory.api import Memory
 from ..memory.engine import clean_utterance, split_long
-from ..memory.records import Utterance
+from ..records import Utterance
 from .host import Machine, machine
 from .stats import percentile
 from .synthetic import SyntheticStream

@@ -31,14 +31,13 @@ from typing import Any
 import jiwer
 import numpy as np
 
-from ..audio.records import AudioBlock
 from ..audio.sources import open_source
 from ..config import Settings
 from ..errors import InputError
+from ..listening import Heard, Listener
 from ..memory.api import Memory
-from ..speech.chain import Heard, Listener
+from ..records import AudioBlock, Piece
 from ..speech.diarize import diarizer_from_settings
-from ..speech.records import Piece
 from ..speech.transcribe import Transcriber, transcriber_from_settings
 from ..transcripts import read_conversations
 from .host import Machine, machine

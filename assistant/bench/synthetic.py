@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from itertools import islice
 
-from ..memory.records import Utterance
+from ..records import Utterance
 
 # Monday 5 January 2026, 08:30 UTC: the stream's first session starts here.
 DEFAULT_START = datetime(2026, 1, 5, 8, 30, tzinfo=UTC).timestamp()

@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
-from ..audio.records import SAMPLE_RATE
 from ..errors import AssistantError
+from ..records import SAMPLE_RATE
 
 # What each tool is called in Debian's archive (they are system packages, not pip ones).
 TOOLS = {"espeak-ng": "espeak-ng", "sox": "sox"}

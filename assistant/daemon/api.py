@@ -34,8 +34,8 @@ from ..errors import AssistantError, InputError
 from ..memory.api import MemoryStats, TreeNode
 from ..memory.archive import Selection
 from ..memory.forget import ForgetFilter
-from ..memory.records import Answer, Evidence, RecallFilter, Retrieval, Speaker
 from ..memory.speakers import MAX_ID
+from ..records import Answer, Evidence, RecallFilter, Retrieval, Speaker
 from .client import EARLIEST, LATEST, TIME_FORMS, check_window, parse_when
 from .daemon import Daemon, HeardEvent, QuestionState, TranscriptEvent
 

@@ -13,7 +13,7 @@ import httpx
 
 from ..config import Settings
 from ..errors import InputError
-from ..memory.records import format_time
+from ..zones import format_time
 from .instance import DaemonError, running_pid, socket_path
 
 HOW_TO_START = (

@@ -26,19 +26,18 @@ from typing import Any
 
 import numpy as np
 
+from ..audio.base import AudioSource
 from ..audio.level import level_dbfs
-from ..audio.records import SAMPLE_RATE, AudioBlock, SpeechSegment
-from ..audio.sources import AudioSource, open_source
+from ..audio.sources import open_source
 from ..audio.vad import speech_segments
 from ..config import Settings, parse_quiet_hours
 from ..errors import AssistantError, InputError
+from ..listening import Heard, Listener, Relabelled
 from ..memory import archive
 from ..memory.api import Memory, MemoryStats, Reassignment, TreeNode
 from ..memory.forget import ForgetFilter, ForgetPlan, ForgetReport
-from ..memory.records import Answer, Retrieval, Speaker, Utterance
 from ..memory.speakers import MergeSuggestion
-from ..speech.chain import Heard, Listener, Relabelled
-from ..speech.records import Transcript
+from ..records import SAMPLE_RATE, Answer, AudioBlock, Retrieval, Speaker, SpeechSegment, Transcript, Utterance
 from .spool import Queued, SegmentQueue
 from .writer import Writer
 

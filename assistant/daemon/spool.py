@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
-from ..audio.records import SAMPLE_RATE, SpeechSegment
+from ..records import SAMPLE_RATE, SpeechSegment
 
 log = logging.getLogger(__name__)
 

@@ -17,10 +17,10 @@ import re
 from dataclasses import dataclass
 from datetime import tzinfo
 
+from ..records import Evidence, Utterance
 from .context import Context
 from .dates import annotate, day_heading
 from .question import STOP_WORDS
-from .records import Evidence, Utterance
 
 SYSTEM = "You answer questions about past conversations, using only the notes you are given."
 

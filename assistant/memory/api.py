@@ -20,8 +20,10 @@ from ..config import Settings, load_settings
 from ..embed import load_embedder
 from ..entities import make_extractor
 from ..errors import InputError
+from ..exports import write_atomically
 from ..llm import LLM, load_llm, load_tokenizer
 from ..models import resolve
+from ..records import Answer, Evidence, Level, Node, RecallFilter, Retrieval, Speaker, Utterance
 from ..store.store import Store
 from . import archive, forget, speakers
 from .answer import DONT_KNOW, Prompt, as_evidence, build_prompt, cited_evidence, says_unknown, strip_citations
@@ -31,7 +33,6 @@ from .distill import Distiller
 from .engine import ProStream, StepReport
 from .question import QuestionReading, read_question
 from .recall import recall
-from .records import Answer, Evidence, Level, Node, RecallFilter, Retrieval, Speaker, Utterance
 
 
 @dataclass(frozen=True)
@@ -202,7 +203,7 @@ class Memory:
     ) -> int:
         """Write the memory (or the selected part) to `path` atomically; returns the bytes written."""
         doc = self.export_document(fmt, selection, progress)
-        size = archive.write_atomically(path, archive.FORMATS[fmt](doc))
+        size = write_atomically(path, archive.FORMATS[fmt](doc))
         self.audit_export(fmt, doc)  # only an export that was written is one
         return size
 

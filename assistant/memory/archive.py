@@ -19,8 +19,6 @@ import base64
 import dataclasses
 import hashlib
 import json
-import os
-import tempfile
 import time as _time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -31,9 +29,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError, InputError
+from ..records import Level, Utterance
 from ..store.store import Store, utterance_digest
-from .dates import local_zone
-from .records import Level, Utterance
+from ..zones import local_zone
 
 FORMAT = "assistant-memory"
 SCHEMA = 1
@@ -181,35 +179,7 @@ def checksum(doc: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-# --- writing files -------------------------------------------------------------------------------
-
-
-def write_atomically(path: Path, chunks: Iterator[str]) -> int:
-    """Write to a temporary file beside `path`, fsync, then rename: a failure leaves nothing behind."""
-    directory = path.parent if str(path.parent) else Path(".")
-    if not directory.is_dir():
-        raise InputError(f"{path}: cannot write the export: {directory} is not a directory")
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-    except OSError as exc:
-        raise InputError(f"{path}: cannot write the export: {exc.strerror}") from None
-    size = 0
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            for chunk in chunks:
-                fh.write(chunk)
-                size += len(chunk)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o600)  # a memory export is as private as the memory
-        os.replace(tmp, path)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise InputError(f"{path}: cannot write the export: {exc.strerror or exc}") from None
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return size
+# --- export formats -------------------------------------------------------------------------------
 
 
 def json_chunks(doc: dict[str, Any]) -> Iterator[str]:

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..config import BudgetOptions, UtilityOptions
+from ..records import Level, Node
 from ..store.store import Store
-from .records import Level, Node
 
 _PAIR_ROWS = 512  # rows per block of the similarity product: 512 x 2,000 floats is 4 MB
 

@@ -22,8 +22,8 @@ from datetime import datetime, tzinfo
 from functools import lru_cache
 
 from ..llm import Tokenizer
+from ..records import Evidence
 from .dates import annotate, day_heading
-from .records import Evidence
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 

@@ -20,7 +20,7 @@ import numpy as np
 from ..config import DistillOptions
 from ..entities import TripletExtractor
 from ..llm import LLM, Tokenizer
-from .records import Block, Utterance
+from ..records import Block, Utterance
 
 EVENT_PROMPT = (
     "Summarize this conversation in one short phrase describing what happened.\n"

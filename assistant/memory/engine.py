@@ -20,10 +20,10 @@ from ..config import MemoryOptions
 from ..embed import Embedder
 from ..errors import InputError
 from ..llm import Tokenizer, Usage
+from ..records import Block, Level, Utterance
 from ..store.store import Store
 from .budget import BudgetReport, enforce_budget
 from .distill import AmuCandidate, Distillation, Distiller
-from .records import Block, Level, Utterance
 from .stsb import SensingBuffer
 
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")

@@ -16,8 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import InputError
+from ..records import Level
 from ..store.store import Store
-from .records import Level
 from .speakers import find as find_speaker
 
 EXAMPLES = 5

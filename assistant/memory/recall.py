@@ -25,10 +25,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..config import RetrievalOptions, UtilityOptions
+from ..records import Evidence, RecalledLine, RecallFilter, RetrievedPath
 from ..store.store import Store
 from .budget import utility
 from .question import QuestionReading, fts_query
-from .records import Evidence, RecalledLine, RecallFilter, RetrievedPath
 from .retrieve import retrieve
 
 

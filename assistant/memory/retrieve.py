@@ -15,9 +15,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..config import RetrievalOptions, UtilityOptions
+from ..records import Level, Node, RetrievedPath
 from ..store.store import Store
 from .budget import utility
-from .records import Level, Node, RetrievedPath
 
 
 @dataclass(frozen=True)

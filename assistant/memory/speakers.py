@@ -18,8 +18,8 @@ import numpy as np
 from ..embed import Embedder
 from ..errors import InputError
 from ..llm import Tokenizer
+from ..records import Level, Node, Speaker, Utterance
 from ..store.store import Store
-from .records import Level, Node, Speaker, Utterance
 
 # The largest id SQLite can hold; a larger number names nobody.
 MAX_ID = 2**63 - 1

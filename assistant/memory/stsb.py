@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..config import STSBOptions
-from .records import Utterance
+from ..records import Utterance
 
 
 @dataclass(frozen=True)

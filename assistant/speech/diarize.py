@@ -22,7 +22,7 @@ Each stretch is then matched by cosine to the centroids of the voices heard so f
   speaker; shorter unmatched speech goes to the closest known speaker, because a second of
   audio is too little to found a voice on.
 
-The whole state is the list of `Speaker`s (id, optional name, centroid, seconds of speech): read
+The whole state is the list of `Voiceprint`s (id, optional name, centroid, seconds of speech): read
 it with `speakers()`, restore it with `load()`, add a known voice with `enroll()`.
 
 The voice encoder (speech/voice_encoders.py) is whichever model `models.speaker` names. Every
@@ -42,10 +42,9 @@ from typing import Any
 
 import numpy as np
 
-from ..audio.records import SAMPLE_RATE, SpeechSegment
 from ..config import DiarizationOptions, Settings
 from ..errors import InputError
-from .records import Piece, Speaker, Transcript, Word, join_words
+from ..records import SAMPLE_RATE, Piece, SpeechSegment, Transcript, Voiceprint, Word, join_words
 from .voice_encoders import (
     ONNX_SPEAKER,
     RESEMBLYZER,
@@ -70,7 +69,7 @@ _VAD_PAD_FRAMES = 3
 _MIN_VOICED_SECONDS = 0.5
 
 # start, end (seconds into the segment), speaker, cosine, the stretch's voice embedding
-_Turn = tuple[float, float, Speaker, float, np.ndarray]
+_Turn = tuple[float, float, Voiceprint, float, np.ndarray]
 
 
 def _unit(v: np.ndarray) -> np.ndarray:
@@ -153,7 +152,7 @@ class Diarizer:
         self.change_window_seconds = change_window_seconds
         self.partial_rate = partial_rate
         self._encoder: VoiceEncoder | None = None
-        self._speakers: dict[str, Speaker] = {}
+        self._speakers: dict[str, Voiceprint] = {}
         self._lock = threading.RLock()
 
     # --- the model ---------------------------------------------------------------------------
@@ -209,14 +208,14 @@ class Diarizer:
 
     # --- state -------------------------------------------------------------------------------
 
-    def speakers(self) -> list[Speaker]:
+    def speakers(self) -> list[Voiceprint]:
         """The known voices, in the order they were first heard or loaded."""
         with self._lock:
             return list(self._speakers.values())
 
-    def load(self, speakers: Iterable[Speaker]) -> None:
+    def load(self, speakers: Iterable[Voiceprint]) -> None:
         """Replace the known voices (from the store, after a rename or a merge)."""
-        loaded: dict[str, Speaker] = {}
+        loaded: dict[str, Voiceprint] = {}
         for sp in speakers:
             centroid = np.asarray(sp.centroid, dtype=np.float32).reshape(-1)
             if centroid.shape != (self.dim,):
@@ -238,7 +237,7 @@ class Diarizer:
         with self._lock:
             self._speakers.pop(speaker_id, None)
 
-    def enroll(self, name_or_id: str, samples: np.ndarray | Sequence[np.ndarray]) -> Speaker:
+    def enroll(self, name_or_id: str, samples: np.ndarray | Sequence[np.ndarray]) -> Voiceprint:
         """Add speech of a known person: to the speaker with this id or name, else to a new speaker so named.
 
         Enrollment is deliberate, so its speech counts in full (a running mean by seconds), not
@@ -258,7 +257,7 @@ class Diarizer:
                 (s for s in self._speakers.values() if s.name == name_or_id), None
             )
             if found is None:
-                speaker = Speaker(self._new_id(), name_or_id, embedding, total)
+                speaker = Voiceprint(self._new_id(), name_or_id, embedding, total)
             else:
                 mixed = found.centroid * found.seconds + embedding * total
                 speaker = replace(found, centroid=_unit(mixed), seconds=found.seconds + total)
@@ -273,13 +272,13 @@ class Diarizer:
 
     # --- matching ----------------------------------------------------------------------------
 
-    def _scores(self, embedding: np.ndarray) -> list[tuple[float, Speaker]]:
+    def _scores(self, embedding: np.ndarray) -> list[tuple[float, Voiceprint]]:
         return sorted(
             ((float(np.dot(s.centroid, embedding)), s) for s in self._speakers.values()),
             key=lambda pair: -pair[0],
         )
 
-    def assign(self, embedding: np.ndarray, seconds: float) -> tuple[Speaker, float]:
+    def assign(self, embedding: np.ndarray, seconds: float) -> tuple[Voiceprint, float]:
         """Attribute one embedded stretch of speech and learn from it; the speaker and the cosine to it."""
         opts = self.options
         with self._lock:
@@ -287,7 +286,7 @@ class Diarizer:
             best_sim, best = scores[0] if scores else (-1.0, None)
             runner_up = scores[1][0] if len(scores) > 1 else -1.0
             if best is None or (best_sim < opts.match_threshold and seconds >= opts.min_new_speaker_seconds):
-                speaker = Speaker(self._new_id(), None, _unit(embedding), seconds)
+                speaker = Voiceprint(self._new_id(), None, _unit(embedding), seconds)
                 self._speakers[speaker.id] = speaker
                 log.debug("new speaker %s (best cosine %.3f, %.1f s)", speaker.id, best_sim, seconds)
                 return speaker, 1.0

@@ -28,11 +28,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..audio.records import SAMPLE_RATE, SpeechSegment
 from ..config import Settings, SttOptions
 from ..errors import ModelError
 from ..models import load_manifest, resolve
-from .records import Transcript, Word, join_words
+from ..records import SAMPLE_RATE, SpeechSegment, Transcript, Word, join_words
 
 if TYPE_CHECKING:
     from faster_whisper.transcribe import Segment

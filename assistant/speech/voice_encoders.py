@@ -26,10 +26,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ..audio.records import SAMPLE_RATE
 from ..config import Settings
 from ..errors import ModelError
 from ..models import ResolvedModel, resolve
+from ..records import SAMPLE_RATE
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..memory.records import Block, Evidence, Level, Node, RecallFilter, Speaker, Utterance
+from ..records import Block, Evidence, Level, Node, RecallFilter, Speaker, Utterance
 from .db import Database
 from .migrations import migrate
 from .vectors import VectorIndex, as_blob, ensure_vector_tables, from_blob

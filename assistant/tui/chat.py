@@ -16,7 +16,7 @@ from textual.widgets import Input, Label, ListItem, ListView, Static
 
 from ..daemon.client import describe_filter
 from ..errors import InputError
-from ..memory.records import format_time
+from ..zones import format_time
 from .recall import RecallBar
 
 

@@ -21,10 +21,9 @@ from textual.widgets import Button, Checkbox, Input, Label, Markdown, Select, Se
 from textual.widgets.selection_list import Selection
 
 from ..errors import AssistantError
-from ..memory.archive import write_atomically
-from ..memory.dates import local_zone
-from ..memory.records import format_time
+from ..exports import write_atomically
 from ..transcripts import parse_time
+from ..zones import format_time, local_zone
 
 if TYPE_CHECKING:
     from .client import AsyncDaemonClient

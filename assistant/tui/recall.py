@@ -20,7 +20,7 @@ from textual.widgets import Input, Label, Select
 
 from ..daemon.client import check_window, parse_when
 from ..errors import InputError
-from ..memory.dates import local_zone
+from ..zones import local_zone
 
 HINT = "ctrl+l limit"
 TIME_TIP = (

@@ -14,7 +14,7 @@ from rich.text import Text
 from textual.message import Message
 from textual.widgets import RichLog
 
-from ..memory.dates import local_zone
+from ..zones import local_zone
 
 COLOURS = ("cyan", "magenta", "green", "yellow", "blue", "red", "bright_cyan", "bright_magenta")
 KEEP = 500  # lines: the pane is a glance at what is being said, the archive keeps the rest

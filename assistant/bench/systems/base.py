@@ -19,7 +19,7 @@ from ...embed import Embedder
 from ...llm import LLM, Tokenizer
 from ...memory.answer import as_evidence, frame, strip_citations
 from ...memory.context import Candidate, render
-from ...memory.records import Utterance
+from ...records import Utterance
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 
-from ...memory.records import Utterance
+from ...records import Utterance
 from .base import Context, Environment, System, render_lines
 
 # On overflow the oldest lines go until the history fills at most this share of its room: the kept

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from ...memory.api import Memory, PreparedQuestion
-from ...memory.records import Answer, Utterance
+from ...records import Answer, Utterance
 from .base import Context, Environment, FormationCost, System
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from ...memory.records import Utterance
+from ...records import Utterance
 from ...store.store import Store
 from .base import Context, Environment, System, render_lines
 

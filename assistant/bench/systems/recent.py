@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 
-from ...memory.records import Utterance
 from ...memory.stsb import SensingBuffer
+from ...records import Utterance
 from .base import Context, Environment, System, render_lines
 
 

@@ -16,18 +16,15 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ..audio.records import SAMPLE_RATE, AudioBlock, SpeechSegment
-from ..audio.vad import speech_segments
-from ..config import ReclusterOptions, Settings
-from ..errors import AssistantError
-from ..memory.api import Memory
-from ..memory.records import Speaker as StoredSpeaker
-from ..memory.records import Utterance
-from ..memory.speakers import check_name, is_automatic_name
-from .diarize import Diarizer, diarizer_from_settings
-from .recluster import VoiceSample, plan_moves
-from .records import Piece, Speaker, Transcript
-from .transcribe import Transcriber, transcriber_from_settings
+from .audio.vad import speech_segments
+from .config import ReclusterOptions, Settings
+from .errors import AssistantError
+from .memory.api import Memory
+from .memory.speakers import check_name, is_automatic_name
+from .records import SAMPLE_RATE, AudioBlock, Piece, Speaker, SpeechSegment, Transcript, Utterance, Voiceprint
+from .speech.diarize import Diarizer, diarizer_from_settings
+from .speech.recluster import VoiceSample, plan_moves
+from .speech.transcribe import Transcriber, transcriber_from_settings
 
 log = logging.getLogger(__name__)
 
@@ -298,13 +295,13 @@ class Listener:
 def load_voices(memory: Memory, diarizer: Diarizer) -> None:
     """The store's voices, as the diarizer knows them: ids are store ids as strings."""
     diarizer.load(
-        Speaker(str(sp.id), sp.name, sp.voice, sp.speech_seconds)
+        Voiceprint(str(sp.id), sp.name, sp.voice, sp.speech_seconds)
         for sp in memory.speakers()
         if sp.voice is not None and np.any(sp.voice)
     )
 
 
-def enroll(memory: Memory, diarizer: Diarizer, name: str, samples: np.ndarray) -> StoredSpeaker:
+def enroll(memory: Memory, diarizer: Diarizer, name: str, samples: np.ndarray) -> Speaker:
     """Teach the memory a named voice from a recording of that person alone.
 
     An existing speaker of that name (or id) gains the speech; otherwise a speaker is created.

@@ -1,25 +1,138 @@
-"""The typed records that flow between the memory's stages.
+"""The typed records every stage hands on, from sound to answers.
 
-Data flows one way: `Utterance` in, `Block` out of the sensing buffer, `Triplet`s and
-`Node`s out of distillation, `RetrievedPath`s out of retrieval, an `Answer` with `Evidence`
-out of answering. Each is a small frozen dataclass, never a dict.
+Data flows one way: the audio stage's `AudioBlock`s and `SpeechSegment`s; transcription's
+`Transcript`s of `Word`s; diarization's `Piece`s, attributed to a `Voiceprint`; the memory's
+`Utterance`s (said by a `Speaker`), `Block`s out of the sensing buffer, `Triplet`s and `Node`s out
+of distillation, `RetrievedPath`s and `RecalledLine`s out of retrieval, and an `Answer` with its
+`Evidence`. Each is a small frozen dataclass, never a dict. Every time is seconds since the
+epoch (UTC), so records from different segments can be compared and stored without knowing which
+segment they came from.
+
+This module imports nothing of the package but `zones`, so any stage, the store and the clients
+can share it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, tzinfo
+from datetime import tzinfo
 from enum import StrEnum
 
 import numpy as np
 
-from .dates import local_zone
+from .zones import format_time
+
+# --- audio ---------------------------------------------------------------------------------
+
+# Everything after the source runs at the rate webrtcvad, Whisper and the voice encoder share.
+SAMPLE_RATE = 16_000
 
 
-def format_time(t: float, zone: tzinfo | None = None) -> str:
-    """An utterance time as people read it in citations, in `zone` (None = the system's) and
-    naming it: "2023-08-14 10:00 WEST"."""
-    return datetime.fromtimestamp(t, tz=zone or local_zone(None)).strftime("%Y-%m-%d %H:%M %Z")
+@dataclass(frozen=True)
+class AudioBlock:
+    """Consecutive samples from a source: int16, mono, SAMPLE_RATE.
+
+    An empty block is a break: the audio stopped at `start` (a microphone was lost), so whatever
+    was being said before it has ended.
+    """
+
+    samples: np.ndarray
+    # Seconds since the epoch of the first sample (a file's blocks count from its start time).
+    start: float
+
+    @property
+    def duration(self) -> float:
+        return len(self.samples) / SAMPLE_RATE
+
+
+@dataclass(frozen=True)
+class SpeechSegment:
+    """A stretch of audio the voice activity detector judged to be speech: float32 in [-1, 1]."""
+
+    samples: np.ndarray
+    start: float
+    end: float
+
+    @property
+    def duration(self) -> float:
+        return self.end - self.start
+
+
+# --- speech ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Word:
+    """One recognised word. `text` keeps Whisper's leading space and punctuation, so joining words gives the text."""
+
+    text: str
+    start: float
+    end: float
+    probability: float
+
+
+def join_words(words: tuple[Word, ...] | list[Word]) -> str:
+    return "".join(w.text for w in words).strip()
+
+
+@dataclass(frozen=True)
+class Transcript:
+    """One Whisper segment of a speech segment, after the guards against invented text."""
+
+    text: str
+    start: float
+    end: float
+    words: tuple[Word, ...]
+    avg_logprob: float
+    no_speech_prob: float
+    compression_ratio: float
+
+
+@dataclass(frozen=True)
+class Piece:
+    """Words one speaker said without interruption: what becomes an utterance of the memory.
+
+    `speaker` is the diarizer's id for the voice; `name` the name it was enrolled under, if any,
+    at the time the piece was attributed. `similarity` is the cosine between the piece's voice
+    and the speaker's centroid when it was matched (1.0 for the piece that created the speaker).
+    `embedding` is the unit voice embedding of the stretch of speech it was attributed from
+    (shared by the pieces of one stretch), which the session's re-clustering reads again later.
+    """
+
+    speaker: str
+    name: str | None
+    text: str
+    start: float
+    end: float
+    words: tuple[Word, ...]
+    similarity: float
+    embedding: np.ndarray | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def label(self) -> str:
+        return self.name or self.speaker
+
+
+@dataclass(frozen=True, eq=False)
+class Voiceprint:
+    """A voice the diarizer knows: a unit-length centroid of its speech embeddings and how much speech built it.
+
+    This is the whole of the diarizer's state per voice. `id` is the diarizer's ("S3" for a voice
+    first heard in this process) or a store `Speaker`'s id as a string; the store keeps the
+    centroid as that speaker's `voice`.
+    """
+
+    id: str
+    name: str | None
+    centroid: np.ndarray  # float32, shape (the speaker model's dim,): 256 for Resemblyzer; L2-normalised
+    seconds: float
+
+    @property
+    def label(self) -> str:
+        return self.name or self.id
+
+
+# --- memory ---------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -219,7 +332,10 @@ class Answer:
 
 @dataclass(frozen=True)
 class Speaker:
-    """A voice the memory knows: named by the user, or labelled when first heard."""
+    """Someone the memory knows: named by the user, or labelled ("Speaker 3") when first heard.
+
+    `voice` is the centroid of their `Voiceprint`, which the diarizer matches speech against.
+    """
 
     id: int
     name: str
