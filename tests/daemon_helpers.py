@@ -8,6 +8,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -177,6 +179,24 @@ def stored_utterances(data_dir: Path) -> dict[int, str]:
         return {row[0]: row[1] for row in db.execute("SELECT id, text FROM utterances")}
     finally:
         db.close()
+
+
+@contextmanager
+def running(
+    d: DaemonProcess, recording: Path | None = None, what: str = "the recording to be filed"
+) -> Iterator[DaemonProcess]:
+    """`d` for the block (started on `recording` and everything filed, when one is given), then
+    stopped cleanly; killed instead if a failure left it running."""
+    try:
+        if recording is not None:
+            d.start(recording)
+            d.wait_for(settled, what)
+        yield d
+        assert d.stop() == 0, d.log.read_text()[-5000:]
+    finally:
+        if d.process is not None and d.process.poll() is None:
+            d.process.kill()
+            d.process.wait()
 
 
 def kill_leftovers() -> None:

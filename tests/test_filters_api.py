@@ -20,7 +20,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from .audio_helpers import silence
-from .daemon_helpers import DaemonProcess, daemon_config, kill_leftovers, settled
+from .daemon_helpers import DaemonProcess, daemon_config, kill_leftovers, running, settled
 
 pytestmark = pytest.mark.slow
 
@@ -64,13 +64,8 @@ def _no_daemon_left_behind() -> Iterator[None]:
 def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaemonProcess]:
     d = sample_daemon(tmp_path_factory.mktemp("filters-api"))
     d.shared = True
-    try:
+    with running(d):
         yield d
-        assert d.stop() == 0, d.log.read_text()[-5000:]
-    finally:
-        if d.process is not None and d.process.poll() is None:
-            d.process.kill()
-            d.process.wait()
 
 
 def post(daemon: DaemonProcess, path: str, body: dict[str, Any]) -> tuple[int, Any]:

@@ -19,7 +19,7 @@ from assistant.tui.app import AssistantApp
 from assistant.tui.chat import AnswerView, FilterNote, Notice
 from assistant.tui.recall import RecallBar
 
-from .daemon_helpers import DaemonProcess, kill_leftovers
+from .daemon_helpers import DaemonProcess, kill_leftovers, running
 from .test_filters_api import sample_daemon, tokyo
 
 pytestmark = pytest.mark.slow
@@ -35,13 +35,8 @@ def _no_daemon_left_behind() -> Iterator[None]:
 def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaemonProcess]:
     d = sample_daemon(tmp_path_factory.mktemp("filters-tui"))
     d.shared = True
-    try:
+    with running(d):
         yield d
-        assert d.stop() == 0, d.log.read_text()[-5000:]
-    finally:
-        if d.process is not None and d.process.poll() is None:
-            d.process.kill()
-            d.process.wait()
 
 
 async def until(pilot: Pilot[None], ok: Callable[[], object], what: str, timeout: float = 120) -> None:

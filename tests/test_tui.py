@@ -33,7 +33,7 @@ from .daemon_helpers import (
     daemon_config,
     kill_leftovers,
     make_recording,
-    settled,
+    running,
 )
 from .fake_portaudio import Playlist
 
@@ -56,15 +56,8 @@ def daemon(tmp_path_factory: pytest.TempPathFactory, recordings: tuple[Path, Pat
     # The default answerer: the chat tests check what it says.
     d = daemon_config(tmp_path_factory.mktemp("tui-daemon"), llm=None)
     d.shared = True
-    try:
-        d.start(recordings[0])
-        d.wait_for(settled, "the recording to be filed")
+    with running(d, recordings[0]):
         yield d
-        assert d.stop() == 0, d.log.read_text()
-    finally:
-        if d.process is not None and d.process.poll() is None:
-            d.process.kill()
-            d.process.wait()
 
 
 async def until(pilot: Pilot[None], ok: Callable[[], object], what: str, timeout: float = 120) -> None:

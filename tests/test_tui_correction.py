@@ -16,7 +16,7 @@ from textual.widgets import Input, Select, SelectionList, Static
 from assistant.tui.app import AssistantApp
 from assistant.tui.dialogs import MergeScreen, ReassignScreen, WhoScreen
 
-from .daemon_helpers import PART_ONE, DaemonProcess, daemon_config, kill_leftovers, make_recording, settled
+from .daemon_helpers import PART_ONE, DaemonProcess, daemon_config, kill_leftovers, make_recording, running
 
 
 @pytest.fixture(autouse=True)
@@ -30,15 +30,8 @@ def daemon(tmp_path: Path) -> Iterator[DaemonProcess]:
     # One utterance's voice against the rest of its speaker's scores about 0.91 here; the default
     # (0.93) waits for more speech before suggesting a merge. This test is about the TUI's flow.
     d = daemon_config(tmp_path / "d", extra="diarization:\n  suggest_merge_cosine: 0.85\n")
-    try:
-        d.start(make_recording(tmp_path / "audio", PART_ONE))
-        d.wait_for(settled, "the recording to be filed")
+    with running(d, make_recording(tmp_path / "audio", PART_ONE)):
         yield d
-        assert d.stop() == 0, d.log.read_text()
-    finally:
-        if d.process is not None and d.process.poll() is None:
-            d.process.kill()
-            d.process.wait()
 
 
 async def until(pilot: Pilot[None], ok: Callable[[], object], what: str, timeout: float = 60) -> None:

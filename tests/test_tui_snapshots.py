@@ -19,7 +19,7 @@ from textual.widgets import Input
 from assistant.tui.app import AssistantApp
 
 from .audio_helpers import silence
-from .daemon_helpers import DaemonProcess, daemon_config, kill_leftovers, settled
+from .daemon_helpers import DaemonProcess, daemon_config, kill_leftovers, running
 
 SIZES = [(80, 24), (160, 48)]
 # Shown on the no-daemon screen, so fixed: nothing may listen there.
@@ -44,15 +44,8 @@ def quiet_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaemonPro
     root = tmp_path_factory.mktemp("tui-snap")
     d = daemon_config(root / "d")
     d.shared = True
-    try:
-        d.start(silence(root / "quiet.wav", 2.0))
-        d.wait_for(settled, "the silence to be heard")
+    with running(d, silence(root / "quiet.wav", 2.0), "the silence to be heard"):
         yield d
-        assert d.stop() == 0
-    finally:
-        if d.process is not None and d.process.poll() is None:
-            d.process.kill()
-            d.process.wait()
 
 
 async def _settle(pilot: Pilot[Any], ok: Any, timeout: float = 60) -> None:
