@@ -4,8 +4,6 @@ from pathlib import Path
 
 import pytest
 
-from assistant.memory.answer import frame, says_unknown
-
 from .conftest import check_invariants, open_memory
 from .test_memory import sample
 
@@ -69,26 +67,3 @@ def test_budget_holds_with_llm_distillation(tmp_path: Path):
     mem.flush()
     check_invariants(mem)
     mem.close()
-
-
-# Notes as the memory shows them: a day heading, lines with speakers, relative dates resolved.
-DATED_NOTES = """2 March 2026:
-Priya: Morning! The quarterly numbers are finally in, and they look better than we feared.
-Sam: Good. I will put them in the board deck tonight.
-
-16 March 2026:
-Sam: Hi Priya! Been hectic for me lately. Started hitting the gym last week (the week before 16 March 2026) \
-to clear my head before the launch. How about you?
-Priya: Busy too. The design team wants another round on the landing page.
-
-30 March 2026:
-Priya: I finally took a short trip last weekend (the weekend before 30 March 2026) to Porto to rest a little.
-Sam: Lucky you. The launch went fine, by the way."""
-
-
-def test_a_question_asking_when_is_answered_with_a_date_from_the_notes(llm_memory):
-    # With a frame that only said "if the notes do not contain it, reply: not mentioned", the 1.5B
-    # model replied "not mentioned" to both, the line and its date in front of it.
-    for question in ("When did Sam start going to the gym?", "When was Priya in Porto?"):
-        reply = llm_memory.llm.chat(frame(DATED_NOTES, question), max_tokens=32)
-        assert "March 2026" in reply and not says_unknown(reply), (question, reply)
