@@ -140,14 +140,13 @@ class MergeScreen(Dialog):
         self.dismiss(None)
 
 
-class WhoScreen(Dialog):
+class WhoScreen(NameScreen):
     """Who is this? An unnamed voice's last lines, and a box to name them; dismisses with the name or None."""
 
     SHOWN = 8  # lines: enough to recognise someone by what they talk about
 
     def __init__(self, speaker: dict[str, Any], zone: tzinfo | None = None) -> None:
-        super().__init__()
-        self.speaker = speaker
+        super().__init__(speaker)
         self.zone = zone or local_zone(None)
 
     def compose(self) -> ComposeResult:
@@ -176,19 +175,6 @@ class WhoScreen(Dialog):
             out.append(f"{format_time(u['time'], self.zone)}  ", style="dim")
             out.append(u["text"] + "\n")
         lines.update(out if out.plain else Text("Nothing they said is kept any more."))
-
-    @on(Input.Submitted)
-    @on(Button.Pressed, "#ok")
-    def ok(self) -> None:
-        name = self.query_one("#name", Input).value.strip()
-        if not name:
-            self.notify("Type their name, or Escape.", severity="warning")
-            return
-        self.dismiss(name)
-
-    @on(Button.Pressed, "#cancel")
-    def cancel(self) -> None:
-        self.dismiss(None)
 
 
 @dataclass(frozen=True)
