@@ -5,7 +5,6 @@ Every `AssistantError` becomes one clean line on stderr and a non-zero exit code
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
 import json
 import logging
@@ -14,6 +13,8 @@ import os
 import sys
 import tempfile
 import textwrap
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import tzinfo
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,12 +25,25 @@ from . import locations
 from .config import Settings, load_settings
 from .daemon.service_cli import service
 from .errors import AssistantError, InputError
-from .records import SAMPLE_RATE, Answer, Evidence, Speaker
+from .records import (
+    NOT_RUNNING,
+    SAMPLE_RATE,
+    Answer,
+    ForgetFilter,
+    ForgetOutcome,
+    MemoryNode,
+    MemoryStats,
+    RecallFilter,
+    SearchResult,
+    Selection,
+    Speaker,
+)
 from .transcripts import parse_time, read_conversations
 from .zones import format_time
 
 if TYPE_CHECKING:
-    from .memory.api import Memory, TreeNode
+    from .memory.api import Memory
+    from .service import MemoryService
 
 DEMO_QUESTIONS = (
     "When is the Lisbon trip?",
@@ -114,11 +128,23 @@ def _refuse_if_daemon(settings: Settings) -> None:
         )
 
 
-def _daemon(ctx: click.Context) -> Any:
-    """A client of the running daemon for this data directory, or None."""
+@contextmanager
+def _service(ctx: click.Context) -> Iterator[MemoryService]:
+    """The memory the commands act on: the running daemon's, or with none running the database
+    opened here. Either way a `MemoryService`, so each command has one body."""
     from .daemon.client import DaemonClient
 
-    return DaemonClient.connect(_settings(ctx))
+    settings = _settings(ctx)
+    client = DaemonClient.connect(settings)
+    if client is not None:
+        with client:
+            yield client
+        return
+    _refuse_if_daemon(settings)  # one starting, not answering yet: it will own the database
+    from .memory.service import LocalMemory
+
+    with LocalMemory(settings) as local:
+        yield local
 
 
 @click.group(cls=_Group)
@@ -150,17 +176,17 @@ def print_answer(answer: Answer, *, stream_done: bool = False, zone: tzinfo | No
         click.secho("  \u2514 " + ev.cite(zone), fg="cyan")
 
 
-def _ask(memory: Memory, question: str, **recall: Any) -> Answer:
-    """Stream one answer to the terminal; `recall` takes `Memory.prepare`'s since, until and speaker."""
+def _ask(service: MemoryService, question: str, zone: tzinfo, **recall: Any) -> Answer:
+    """Stream one answer to the terminal, then its citations; `recall` takes since, until and speaker."""
     answer = None
-    for item in memory.ask_stream(question, **recall):
+    for item in service.ask(question, **recall):
         if isinstance(item, Answer):
             answer = item
         else:
             click.echo(item, nl=False)
     click.echo()
     assert answer is not None
-    print_answer(answer, stream_done=True, zone=memory.settings.zone)
+    print_answer(answer, stream_done=True, zone=zone)
     return answer
 
 
@@ -179,17 +205,15 @@ def _recall(since: str | None, until: str | None, speaker: str | None, zone: tzi
     """The options as `Memory.search`/`prepare` and the daemon client take them, checked before
     any model loads: a malformed time or an empty window is refused naming the option. A time
     without an offset is read in `zone` (`time_zone`), the one answers show times in."""
-    from .daemon.client import check_window
+    from .zones import check_window
 
     window = {"since": _when(since, "--since", zone), "until": _when(until, "--until", zone)}
     check_window(window["since"], window["until"], ("--since", "--until"), zone)
     return {**window, "speaker": speaker}
 
 
-def _show_filter(f: dict[str, Any] | None, zone: tzinfo) -> None:
-    from .daemon.client import describe_filter
-
-    described = describe_filter(f, zone)
+def _show_filter(f: RecallFilter, zone: tzinfo) -> None:
+    described = f.describe(zone)
     if described:
         click.secho(f"  ({described})", dim=True)
 
@@ -230,23 +254,14 @@ def ask(
         questions = [question]
     else:
         raise click.UsageError("give a QUESTION or --questions FILE")
-    client = _daemon(ctx)
-    if client is not None:
-        with client:
-            for q in questions:
-                if len(questions) > 1:
-                    click.secho(f"Q: {q}", bold=True)
-                _ask_daemon(client, q, timings, recall, zone)
-        return
     answers = []
-    with _open(ctx) as memory:
+    with _service(ctx) as service:
         for q in questions:
             if len(questions) > 1:
                 click.secho(f"Q: {q}", bold=True)
-            answer = _ask(memory, q, **recall)
+            answer = _ask(service, q, zone, **recall)
             answers.append(answer)
-            if answer.retrieval is not None:
-                _show_filter(dataclasses.asdict(answer.retrieval.filter), zone)
+            _show_filter(answer.filter, zone)
             if timings:
                 click.echo(
                     f"retrieval {answer.retrieval_ms:.1f} ms, answer {answer.answer_ms:.0f} ms, "
@@ -255,25 +270,6 @@ def ask(
                 )
     if timings and len(answers) > 1:
         click.echo(_latency_summary(answers), err=True)
-
-
-def _ask_daemon(client: Any, question: str, timings: bool, recall: dict[str, Any], zone: tzinfo) -> None:
-    for event in client.ask(question, **recall):
-        if event["type"] == "token":
-            click.echo(event["text"], nl=False)
-        elif event["type"] == "error":
-            raise InputError(event["error"])
-        elif event["type"] == "answer":
-            click.echo()
-            for ev in event["evidence"]:
-                click.secho("  \u2514 " + Evidence(**ev).cite(zone), fg="cyan")
-            _show_filter(event.get("filter"), zone)
-            if timings:
-                click.echo(
-                    f"retrieval {event['retrieval_ms']:.1f} ms, answer {event['answer_ms']:.0f} ms, "
-                    f"context {event['context_tokens']} tokens",
-                    err=True,
-                )
 
 
 @main.command()
@@ -290,40 +286,30 @@ def search(
     """
     zone = _settings(ctx).zone
     recall = _recall(since, until, speaker, zone)
-    client = _daemon(ctx)
-    if client is not None:
-        with client:
-            found = client.search(query, **recall)
-    else:
-        from .daemon.api import search_out
-
-        with _open(ctx) as memory:
-            found = search_out(memory.search(query, **recall)).model_dump()
+    with _service(ctx) as service:
+        found = service.search(query, **recall)
     if as_json:
-        click.echo(json.dumps(found, ensure_ascii=False, indent=2))
+        from .wire import to_json
+
+        click.echo(json.dumps(to_json(found), ensure_ascii=False, indent=2))
     else:
         _print_search(found, zone)
 
 
-def _print_search(found: dict[str, Any], zone: tzinfo) -> None:
-    from .daemon.client import describe_filter
-
-    click.echo(describe_filter(found["filter"], zone) or "not limited by time or speaker")
-    lines = found["lines"]
-    click.secho(f"recalled lines ({len(lines)}):" if lines else "recalled lines: none", bold=True)
-    for line in lines:
+def _print_search(found: SearchResult, zone: tzinfo) -> None:
+    click.echo(found.filter.describe(zone) or "not limited by time or speaker")
+    click.secho(f"recalled lines ({len(found.lines)}):" if found.lines else "recalled lines: none", bold=True)
+    for line in found.lines:
         click.echo(
-            f"  {line['score']:.3f}  {click.style(line['speaker'], bold=True)} {format_time(line['time'], zone)}  "
-            f"{line['text']}"
+            f"  {line.score:.3f}  {click.style(line.speaker, bold=True)} {format_time(line.time, zone)}  {line.text}"
         )
-    paths = found["paths"]
-    click.secho(f"tree paths ({len(paths)}):" if paths else "tree paths: none", bold=True)
-    for path in paths:
-        click.echo(f"  {path['score']:.3f}  {path['scene']} \u203a {path['event']['text']}")
-        for unit in path["units"]:
-            click.echo(f"         \u00b7 {unit['text']}")
-        for ev in path["sources"]:
-            click.secho("         \u2514 " + Evidence(**ev).cite(zone), fg="cyan")
+    click.secho(f"tree paths ({len(found.paths)}):" if found.paths else "tree paths: none", bold=True)
+    for path in found.paths:
+        click.echo(f"  {path.score:.3f}  {path.scene} \u203a {path.event.text}")
+        for unit in path.units:
+            click.echo(f"         \u00b7 {unit.text}")
+        for ev in path.sources:
+            click.secho("         \u2514 " + ev.cite(zone), fg="cyan")
 
 
 def _latency_summary(answers: list[Answer]) -> str:
@@ -376,7 +362,7 @@ def ingest(
                 f"{report.blocks} blocks filed in {report.seconds:.1f} s "
                 f"({1000 * report.seconds / max(1, len(conv.utterances)):.0f} ms per utterance)"
             )
-        _print_stats(memory)
+        _print_stats(memory.stats())
 
 
 def _ingest_audio(ctx: click.Context, file: Path, realtime: bool, start: float | None) -> None:
@@ -417,7 +403,7 @@ def _ingest_audio(ctx: click.Context, file: Path, realtime: bool, start: float |
             f"{report.real_time_factor(report.diarize_seconds):.3f}, memory "
             f"{report.real_time_factor(report.memory_seconds):.3f})"
         )
-        _print_stats(memory)
+        _print_stats(memory.stats())
 
 
 @main.command()
@@ -447,8 +433,7 @@ def listen(ctx: click.Context, device: str | None) -> None:
             click.echo("stopped; what was heard is remembered", err=True)
 
 
-def _print_stats(memory: Memory) -> None:
-    s = memory.stats()
+def _print_stats(s: MemoryStats) -> None:
     click.echo(
         f"memory: {s.tokens:,} / {s.token_budget:,} tokens, {s.scenes} scenes, {s.events} events, "
         f"{s.amus} units; {s.utterances} utterances archived, {s.buffered} buffered, "
@@ -456,23 +441,22 @@ def _print_stats(memory: Memory) -> None:
     )
 
 
-def _print_tree(nodes: list[TreeNode], depth: int = 0) -> None:
-    for t in nodes:
-        n = t.node
+def _print_tree(nodes: list[MemoryNode], depth: int = 0) -> None:
+    for n in nodes:
         label = {"scene": "\u25a0", "event": "\u25b8", "amu": "\u00b7"}[n.level.value]
-        meta = f"u={t.utility:.2f} {n.tokens}t f={n.frequency}"
+        meta = f"u={n.utility:.2f} {n.tokens}t f={n.frequency}"
         line = f"{'  ' * depth}{label} {n.text}"
         click.echo(f"{line}  " + click.style(f"[#{n.id} {meta}]", dim=True))
-        _print_tree(list(t.children), depth + 1)
+        _print_tree(list(n.children), depth + 1)
 
 
 @main.command()
 @click.pass_context
 def memory(ctx: click.Context) -> None:
     """Show the memory tree (scene > event > unit) with utility, tokens and the budget."""
-    with _open(ctx) as mem:
-        _print_tree(mem.tree())
-        _print_stats(mem)
+    with _service(ctx) as service:
+        _print_tree(service.tree())
+        _print_stats(service.status().memory)
 
 
 @main.command()
@@ -480,9 +464,9 @@ def memory(ctx: click.Context) -> None:
 @click.pass_context
 def delete(ctx: click.Context, node_id: int) -> None:
     """Delete memory node NODE_ID and everything under it."""
-    with _open(ctx) as mem:
-        removed = mem.delete(node_id)
-        click.echo(f"removed {len(removed)} node(s)")
+    with _service(ctx) as service:
+        removed = service.delete_node(node_id)
+    click.echo(f"removed {len(removed)} node(s)")
 
 
 @main.command()
@@ -501,6 +485,8 @@ def delete(ctx: click.Context, node_id: int) -> None:
 @click.pass_context
 def demo(ctx: click.Context, keep: Path | None, text_only: bool) -> None:
     """Listen to a short bundled two-voice recording, then answer questions about it with evidence."""
+    from .memory.service import LocalMemory
+
     with tempfile.TemporaryDirectory(prefix="assistant-demo-") as tmp:
         settings = _settings(ctx, paths={"data_dir": str(keep or tmp)})
         with _memory(settings) as mem:
@@ -510,13 +496,14 @@ def demo(ctx: click.Context, keep: Path | None, text_only: bool) -> None:
             else:
                 _demo_recording(mem, settings)
                 questions = DEMO_RECORDING_QUESTIONS
-            _print_stats(mem)
+            _print_stats(mem.stats())
             click.echo()
-            _print_tree(mem.tree())
+            local = LocalMemory(settings, mem)
+            _print_tree(local.tree())
             for q in questions:
                 click.echo()
                 click.secho(f"Q: {q}", bold=True)
-                _ask(mem, q)
+                _ask(local, q, settings.zone)
 
 
 def _demo_text(mem: Memory) -> None:
@@ -587,22 +574,13 @@ def speakers(ctx: click.Context) -> None:
     """List the voices the memory knows, with how much each has said; name and merge them."""
     if ctx.invoked_subcommand is not None:
         return
-    client = _daemon(ctx)
-    if client is not None:
-        with client:
-            _print_speakers([Speaker(**sp) for sp in client.speakers()])
-            alike = [(m["keep"], m["other"], m["cosine"]) for m in client.merge_suggestions()]
-    else:
-        with _open(ctx) as mem:
-            _print_speakers(mem.speakers())
-            alike = [
-                ({"id": m.keep.id, "name": m.keep.name}, {"id": m.other.id, "name": m.other.name}, m.cosine)
-                for m in mem.merge_suggestions()
-            ]
-    for keep, other, cosine in alike:
+    with _service(ctx) as service:
+        _print_speakers(service.speakers())
+        alike = service.merge_suggestions()
+    for m in alike:
         click.echo(
-            f"perhaps one voice: {keep['id']} {keep['name']!r} and {other['id']} {other['name']!r} "
-            f"(cosine {cosine:.2f}); if so: assistant speakers merge {keep['id']} {other['id']}"
+            f"perhaps one voice: {m.keep.id} {m.keep.name!r} and {m.other.id} {m.other.name!r} "
+            f"(cosine {m.cosine:.2f}); if so: assistant speakers merge {m.keep.id} {m.other.id}"
         )
 
 
@@ -623,15 +601,9 @@ def _print_speakers(found: list[Speaker]) -> None:
 @click.pass_context
 def speakers_name(ctx: click.Context, speaker: str, name: str) -> None:
     """Give SPEAKER (an id or a name) the name NAME; past utterances and the memory are relabelled."""
-    client = _daemon(ctx)
-    if client is not None:
-        with client:
-            sp = Speaker(**client.name_speaker(speaker, name))
-            click.echo(f"speaker {sp.id} is now {sp.name!r} ({sp.utterances} utterances relabelled)")
-        return
-    with _open(ctx) as mem:
-        sp = mem.rename_speaker(speaker, name)
-        click.echo(f"speaker {sp.id} is now {sp.name!r} ({sp.utterances} utterances relabelled)")
+    with _service(ctx) as service:
+        sp = service.name_speaker(speaker, name)
+    click.echo(f"speaker {sp.id} is now {sp.name!r} ({sp.utterances} utterances relabelled)")
 
 
 @speakers.command("merge")
@@ -640,15 +612,9 @@ def speakers_name(ctx: click.Context, speaker: str, name: str) -> None:
 @click.pass_context
 def speakers_merge(ctx: click.Context, keep: str, other: str) -> None:
     """OTHER is the same voice as KEEP: its utterances, voice and mentions become KEEP's."""
-    client = _daemon(ctx)
-    if client is not None:
-        with client:
-            sp = Speaker(**client.merge_speakers(keep, other))
-            click.echo(f"merged into speaker {sp.id} {sp.name!r}: {sp.utterances} utterances")
-        return
-    with _open(ctx) as mem:
-        sp = mem.merge_speakers(keep, other)
-        click.echo(f"merged into speaker {sp.id} {sp.name!r}: {sp.utterances} utterances")
+    with _service(ctx) as service:
+        sp = service.merge_speakers(keep, other)
+    click.echo(f"merged into speaker {sp.id} {sp.name!r}: {sp.utterances} utterances")
 
 
 @speakers.command("reassign")
@@ -676,18 +642,12 @@ def speakers_reassign(
     window = {"since": _when(since, "--since", zone), "until": _when(until, "--until", zone), "speaker": from_speaker}
     if not utterance_ids and all(v is None for v in window.values()):
         raise InputError("say which utterances: --utterance ID, or --since/--until and/or --from SPEAKER")
-    client = _daemon(ctx)
-    if client is not None:
-        with client:
-            out = client.reassign(to, list(utterance_ids), new_speaker=new_speaker, **window)
-        sp, moved, removed = Speaker(**out["speaker"]), out["moved"], out["removed_speakers"]
-    else:
-        with _open(ctx) as mem:
-            result = mem.reassign(mem.select_utterances(utterance_ids, **window), to, new_speaker=new_speaker)
-        sp, moved, removed = result.speaker, list(result.moved), list(result.removed_speakers)
-    click.echo(f"{len(moved)} utterance(s) now said by speaker {sp.id} {sp.name!r}")
-    if removed:
-        click.echo(f"removed speaker(s) left with nothing: {', '.join(map(str, removed))}")
+    with _service(ctx) as service:
+        done = service.reassign(to, utterance_ids, new_speaker=new_speaker, **window)
+    sp = done.speaker
+    click.echo(f"{len(done.moved)} utterance(s) now said by speaker {sp.id} {sp.name!r}")
+    if done.removed_speakers:
+        click.echo(f"removed speaker(s) left with nothing: {', '.join(map(str, done.removed_speakers))}")
 
 
 @speakers.command("lines")
@@ -696,18 +656,13 @@ def speakers_reassign(
 @click.pass_context
 def speakers_lines(ctx: click.Context, speaker: str, limit: int) -> None:
     """Who is SPEAKER? Their last utterances, with the ids `reassign --utterance` takes."""
-    settings = _settings(ctx)
-    client = _daemon(ctx)
-    if client is not None:
-        with client:
-            found = [(u["utterance_id"], u["time"], u["text"]) for u in client.speaker_lines(speaker, limit)]
-    else:
-        with _open(ctx) as mem:
-            found = [(u.id, u.time, u.text) for u in mem.speaker_lines(speaker, limit)]
+    zone = _settings(ctx).zone
+    with _service(ctx) as service:
+        found = service.speaker_lines(speaker, limit)
     if not found:
         click.echo(f"speaker {speaker} has said nothing that is kept")
-    for uid, at, text in found:
-        click.echo(f"{uid:>7}  {format_time(at, settings.zone)}  {text}")
+    for u in found:
+        click.echo(f"{u.id:>7}  {format_time(u.time, zone)}  {u.text}")
 
 
 @speakers.command("enroll")
@@ -737,7 +692,7 @@ def _when(value: str | None, option: str, zone: tzinfo) -> float | None:
     """A time given on the command line (ISO-8601 or epoch seconds), refused naming its option.
 
     Without an offset it is read in `zone`, the configured time zone, as every time is shown."""
-    from .daemon.client import parse_when
+    from .zones import parse_when
 
     if value is None:
         return None
@@ -759,17 +714,11 @@ def export_cmd(
 ) -> None:
     """Write the memory to OUT: json (complete, re-importable), markdown (to read) or jsonl (the transcript)."""
     from .exports import write_atomically
-    from .memory.archive import Selection
 
     zone = _settings(ctx).zone
     selection = Selection(_when(since, "--since", zone), _when(until, "--until", zone), speaker)
-    client = _daemon(ctx)
-    if client is not None:
-        with client:
-            size = write_atomically(out, client.export(fmt, selection.describe()))
-    else:
-        with _open(ctx) as mem, click.progressbar(length=2, label="exporting", file=sys.stderr) as bar:
-            size = mem.export(fmt, out, selection, progress=lambda _n: bar.update(1))
+    with _service(ctx) as memory:
+        size = write_atomically(out, memory.export(fmt, selection))
     click.echo(f"wrote {out} ({size:,} bytes, {fmt})")
 
 
@@ -778,18 +727,11 @@ def export_cmd(
 @click.pass_context
 def import_cmd(ctx: click.Context, file: Path) -> None:
     """Restore a JSON export into an empty memory, or merge it into this one without duplicates."""
-    client = _daemon(ctx)
-    if client is not None:
-        with client:
-            r = client.import_file(str(file.resolve()))
-        click.echo(f"{r['mode']}: {r['utterances']} utterances and {r['nodes']} nodes added, {r['duplicates']} known")
-        return
-    with _open(ctx) as mem:
-        report = mem.import_file(file)
-        mem.engine.distill_pending()
+    with _service(ctx) as memory:
+        r = memory.import_file(file)
     click.echo(
-        f"{report.mode}: {report.utterances} utterances and {report.nodes} nodes added, "
-        f"{report.duplicates} already known ({report.seconds:.1f} s)"
+        f"{r.mode}: {r.utterances} utterances and {r.nodes} nodes added, "
+        f"{r.duplicates} already known ({r.seconds:.1f} s)"
     )
 
 
@@ -816,62 +758,28 @@ def forget(
 
     Filters combine: --speaker Sam --since 2026-11-01 forgets what Sam said since then.
     """
-    from .memory.forget import ForgetFilter
-
     zone = _settings(ctx).zone
-    f = ForgetFilter(
-        speaker,
-        _when(since, "--since", zone),
-        _when(until, "--until", zone),
-        text,
-        everything,
-    ).check()
-    client = _daemon(ctx)
-    if client is not None:
-        with client:
-            plan = client.forget(_filter_body(f), dry_run=True)
-            _show_plan(plan)
-            if plan["empty"] or dry_run or not (yes or click.confirm("Forget this?", default=False)):
-                return
-            done = client.forget(_filter_body(f), dry_run=False)
-        click.echo(f"forgotten: {done['utterances']} utterances, {done['nodes']} memory nodes")
-        return
-    with _open(ctx) as mem:
-        p = mem.forget_plan(f)
-        _show_plan(
-            {
-                "empty": p.empty,
-                "utterances": len(p.utterances),
-                "nodes": len(p.nodes),
-                "refiled_events": len(p.refiled_events),
-                "speakers": len(p.speakers),
-                "examples": list(p.examples),
-            }
-        )
-        if p.empty or dry_run or not (yes or click.confirm("Forget this?", default=False)):
+    what = ForgetFilter(speaker, _when(since, "--since", zone), _when(until, "--until", zone), text, everything).check()
+    with _service(ctx) as memory:
+        plan = memory.forget(what, dry_run=True)
+        _show_plan(plan)
+        if plan.empty or dry_run or not (yes or click.confirm("Forget this?", default=False)):
             return
-        report = mem.forget(f, p)
-        mem.engine.distill_pending()
-    click.echo(
-        f"forgotten: {report.utterances} utterances, {report.nodes} memory nodes; "
-        f"database now {report.database_bytes:,} bytes"
-    )
+        done = memory.forget(what, dry_run=False)
+    size = f"; database now {done.database_bytes:,} bytes" if done.database_bytes is not None else ""
+    click.echo(f"forgotten: {done.utterances} utterances, {done.nodes} memory nodes{size}")
 
 
-def _filter_body(f: Any) -> dict[str, Any]:
-    return {k: v for k, v in dataclasses.asdict(f).items() if v not in (None, False)}
-
-
-def _show_plan(plan: dict[str, Any]) -> None:
-    if plan["empty"]:
+def _show_plan(plan: ForgetOutcome) -> None:
+    if plan.empty:
         click.echo("nothing matches; nothing to forget")
         return
     click.echo(
-        f"would forget {plan['utterances']} utterances and {plan['nodes']} memory nodes"
-        + (f", re-filing the rest of {plan['refiled_events']} events" if plan["refiled_events"] else "")
-        + (f", and {plan['speakers']} voice(s)" if plan["speakers"] else "")
+        f"would forget {plan.utterances} utterances and {plan.nodes} memory nodes"
+        + (f", re-filing the rest of {plan.refiled_events} events" if plan.refiled_events else "")
+        + (f", and {plan.speakers} voice(s)" if plan.speakers else "")
     )
-    for example in plan["examples"]:
+    for example in plan.examples:
         click.echo("  " + textwrap.shorten(example, 98))
 
 
@@ -918,38 +826,31 @@ def status(ctx: click.Context) -> None:
 
     with DaemonClient.require(_settings(ctx)) as client:
         s = client.status()
-    m = s["memory"]
-    click.echo(f"{click.style(s['state'], bold=True)} on {s['source']} (up {s['uptime_seconds']:.0f} s)")
-    if s.get("source_problem"):
-        click.echo(s["source_problem"])
+    m = s.memory
+    click.echo(f"{click.style(s.state, bold=True)} on {s.source} (up {s.uptime_seconds:.0f} s)")
+    if s.source_problem:
+        click.echo(s.source_problem)
     click.echo(
-        f"transcription lag {s['lag_seconds']:.1f} s; waiting: {s['queued_segments']} segments in memory, "
-        f"{s['spooled_segments']} on disk ({s['queued_seconds']:.1f} s of speech)"
+        f"transcription lag {s.lag_seconds:.1f} s; waiting: {s.queued_segments} segments in memory, "
+        f"{s.spooled_segments} on disk ({s.queued_seconds:.1f} s of speech)"
     )
     click.echo(
-        f"memory: {m['tokens']:,} / {m['token_budget']:,} tokens, {m['scenes']} scenes, {m['events']} events, "
-        f"{m['amus']} units; {m['utterances']} utterances, {m['pending_blocks']} pending"
+        f"memory: {m.tokens:,} / {m.token_budget:,} tokens, {m.scenes} scenes, {m.events} events, "
+        f"{m.amus} units; {m.utterances} utterances, {m.pending_blocks} pending"
     )
-    click.echo("speakers: " + (", ".join(f"{sp['name']} ({sp['utterances']})" for sp in s["speakers"]) or "none yet"))
-    click.echo("models: " + ", ".join(f"{k} {v}" for k, v in s["models"].items()))
-    click.echo("devices: " + ", ".join(f"{k} {v}" for k, v in s["devices"].items()))
+    click.echo("speakers: " + (", ".join(f"{sp.name} ({sp.utterances})" for sp in s.speakers) or "none yet"))
+    click.echo("models: " + ", ".join(f"{k} {v}" for k, v in s.models.items()))
+    click.echo("devices: " + ", ".join(f"{k} {v}" for k, v in s.devices.items()))
 
 
 def _listening(ctx: click.Context, paused: bool) -> None:
-    client = _daemon(ctx)
-    if client is not None:
-        with client:
-            state = (client.pause() if paused else client.resume())["state"]
-        click.echo(f"the daemon is {state}")
-        return
-    # No daemon: remember the choice for its next start.
-    flag = _settings(ctx).data_dir / "paused"
-    if paused:
-        flag.parent.mkdir(parents=True, exist_ok=True)
-        flag.touch()
+    with _service(ctx) as memory:
+        state = (memory.pause() if paused else memory.resume()).state
+    if state == NOT_RUNNING:
+        # Remembered for the daemon's next start.
+        click.echo(f"no daemon is running; it will start {'paused' if paused else 'listening'}")
     else:
-        flag.unlink(missing_ok=True)
-    click.echo(f"no daemon is running; it will start {'paused' if paused else 'listening'}")
+        click.echo(f"the daemon is {state}")
 
 
 @main.command()

@@ -292,6 +292,11 @@ class Settings:
     def database_path(self) -> Path:
         return self.data_dir / "memory.db"
 
+    @property
+    def paused_flag(self) -> Path:
+        # Present while the user has paused listening: the daemon starts paused while it is.
+        return self.data_dir / "paused"
+
 
 # --- loading -----------------------------------------------------------------------------
 

@@ -14,12 +14,15 @@ can share it.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from datetime import tzinfo
 from enum import StrEnum
 
 import numpy as np
 
+from .errors import InputError
+from .wire import LOCAL
 from .zones import format_time
 
 # --- audio ---------------------------------------------------------------------------------
@@ -267,6 +270,20 @@ class RecallFilter:
     def empty(self) -> bool:
         return self.since is None and self.until is None and self.speaker is None
 
+    def describe(self, zone: tzinfo | None = None) -> str | None:
+        """The filter in words: "limited to Sam, from 2026-11-16 00:00 WET, before ... (read from
+        the question: since)"; None when nothing limited the recall. Times in `zone` (None = the
+        system's)."""
+        if self.empty:
+            return None
+        parts = [self.speaker] if self.speaker else []
+        if self.since is not None:
+            parts.append(f"from {format_time(self.since, zone)}")
+        if self.until is not None:
+            parts.append(f"before {format_time(self.until, zone)}")
+        read = f" (read from the question: {', '.join(self.inferred)})" if self.inferred else ""
+        return "limited to " + ", ".join(parts) + read
+
     def admits(self, speaker: str, time: float) -> bool:
         """Whether a line said by `speaker` at `time` falls inside the filter."""
         if self.speaker is not None and speaker.casefold() != self.speaker.casefold():
@@ -324,10 +341,13 @@ class Answer:
     context_tokens: int = 0
     retrieval_ms: float = 0.0
     answer_ms: float = 0.0
-    retrieval: Retrieval | None = field(default=None, repr=False)
+    retrieval: Retrieval | None = field(default=None, repr=False, metadata=LOCAL)
     # Every utterance quoted in the context the model read, cited or not (the benchmark's
     # evidence recall is measured on these).
-    context: tuple[Evidence, ...] = field(default=(), repr=False)
+    context: tuple[Evidence, ...] = field(default=(), repr=False, metadata=LOCAL)
+    # What the recall was limited to, the bounds read from the question included. Kept apart
+    # from `retrieval`, which stays on this machine: a client of the daemon gets only this.
+    filter: RecallFilter = field(default_factory=RecallFilter)
 
 
 @dataclass(frozen=True)
@@ -343,4 +363,286 @@ class Speaker:
     speech_seconds: float
     enrolled: bool = False
     # The centroid of the speaker's voice embeddings; None for speakers only known from text.
-    voice: np.ndarray | None = field(default=None, repr=False, compare=False)
+    voice: np.ndarray | None = field(default=None, repr=False, compare=False, metadata=LOCAL)
+
+
+# --- what a user of the memory gets back (the `MemoryService` operations) -----------------------
+#
+# The daemon's API sends these as JSON, field for field, and its clients decode them into the
+# same records, so the CLI, the TUI and the benchmarks read one shape with or without a daemon.
+
+
+@dataclass(frozen=True)
+class MemoryStats:
+    tokens: int
+    token_budget: int
+    scenes: int
+    events: int
+    amus: int
+    utterances: int
+    pending_blocks: int
+    buffered: int
+    database_bytes: int
+
+
+# The state of a memory no daemon holds (the CLI's, on the database directly).
+NOT_RUNNING = "not running"
+
+
+@dataclass(frozen=True)
+class Status:
+    """How the listener and the memory stand (`assistant status`, the TUI's status bar)."""
+
+    state: str  # starting | listening | paused | quiet hours | source lost | source ended | source failed | stopping
+    paused: bool
+    # Nothing heard is waiting to be transcribed or filed (the pending blocks may still wait for the LLM).
+    idle: bool
+    source: str
+    # Why the source delivers nothing now (a microphone unplugged and being reopened), else None.
+    source_problem: str | None
+    lag_seconds: float
+    queued_segments: int
+    spooled_segments: int
+    queued_seconds: float
+    acknowledged: int
+    memory: MemoryStats
+    speakers: tuple[Speaker, ...]
+    models: dict[str, str]
+    devices: dict[str, str]
+    uptime_seconds: float
+    push_to_talk: bool
+
+
+@dataclass(frozen=True)
+class MergeSuggestion:
+    """Two speakers whose voices sound alike: perhaps one person the chain heard as two."""
+
+    keep: Speaker  # the one with more speech
+    other: Speaker
+    cosine: float
+
+
+@dataclass(frozen=True)
+class Reassignment:
+    """What a reassignment did: the speaker the utterances now belong to, which moved, and
+    which automatically labelled speakers were left with nothing and removed."""
+
+    speaker: Speaker
+    moved: tuple[int, ...]
+    removed_speakers: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class MemoryNode:
+    """A node of the memory tree as the user browses it, with its utility now and its children."""
+
+    id: int
+    level: Level
+    text: str
+    tokens: int
+    utility: float
+    frequency: int
+    start_time: float | None
+    end_time: float | None
+    children: tuple[MemoryNode, ...] = ()
+
+    @classmethod
+    def of(cls, node: Node, utility: float = 0.0, children: tuple[MemoryNode, ...] = ()) -> MemoryNode:
+        return cls(
+            node.id,
+            node.level,
+            node.text,
+            node.tokens,
+            round(utility, 4),
+            node.frequency,
+            node.start_time,
+            node.end_time,
+            children,
+        )
+
+
+@dataclass(frozen=True)
+class SearchLine:
+    """A recalled line as a search shows it: the utterance, its score and the arms that found it."""
+
+    utterance_id: int
+    speaker: str
+    time: float
+    text: str
+    score: float
+    found_by: tuple[str, ...] = ()
+
+    @property
+    def evidence(self) -> Evidence:
+        return Evidence(self.utterance_id, self.speaker, self.time, self.text)
+
+
+@dataclass(frozen=True)
+class SearchPath:
+    """A retrieved scene > event path as a search shows it."""
+
+    score: float
+    scene: str
+    event: MemoryNode
+    units: tuple[MemoryNode, ...]
+    sources: tuple[Evidence, ...]
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """What an answer would see, without asking the LLM: the recalled lines, the retrieved paths,
+    the recent speech not yet in the tree, and the filter applied."""
+
+    question: str
+    relevance: float
+    filter: RecallFilter
+    lines: tuple[SearchLine, ...]
+    paths: tuple[SearchPath, ...]
+    short_term: tuple[Evidence, ...]
+
+    @classmethod
+    def of(cls, found: Retrieval) -> SearchResult:
+        return cls(
+            question=found.question,
+            relevance=round(found.relevance, 4),
+            filter=found.filter,
+            lines=tuple(
+                SearchLine(**dataclasses.asdict(line.evidence), score=round(line.score, 4), found_by=line.found_by)
+                for line in found.lines
+            ),
+            paths=tuple(
+                SearchPath(
+                    score=round(p.score, 4),
+                    scene=p.scene.text,
+                    event=MemoryNode.of(p.event),
+                    units=tuple(MemoryNode.of(a) for a in p.amus),
+                    sources=p.sources,
+                )
+                for p in found.paths
+            ),
+            short_term=tuple(Evidence(u.id or 0, u.speaker, u.time, u.text) for u in found.short_term),
+        )
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which utterances an export covers; the default is everything."""
+
+    since: float | None = None
+    until: float | None = None
+    speaker: str | None = None
+
+    @property
+    def everything(self) -> bool:
+        return self.since is None and self.until is None and self.speaker is None
+
+    def describe(self) -> dict[str, float | str]:
+        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
+
+
+# An export of everything (the default selection).
+WHOLE_MEMORY = Selection()
+
+
+@dataclass(frozen=True)
+class ImportReport:
+    mode: str  # restore | merge
+    speakers: int
+    utterances: int
+    duplicates: int
+    nodes: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class ForgetFilter:
+    """What to forget: the utterances that match every criterion given (or everything)."""
+
+    speaker: str | int | None = None
+    since: float | None = None
+    until: float | None = None
+    text: str | None = None
+    everything: bool = False
+
+    def check(self) -> ForgetFilter:
+        criteria = (self.speaker, self.since, self.until, self.text)
+        if self.everything and any(c is not None for c in criteria):
+            raise InputError("forget everything takes no other filter")
+        if not self.everything and all(c is None for c in criteria):
+            raise InputError("say what to forget: a speaker, a time range (since/until), words, or everything")
+        if self.text is not None and not self.text.strip():
+            raise InputError("the words to forget are empty")
+        if self.since is not None and self.until is not None and self.since >= self.until:
+            raise InputError("forget: since must be before until")
+        return self
+
+
+@dataclass(frozen=True)
+class ForgetOutcome:
+    """What a forget removes (a dry run: what it would remove), in counts and a few examples;
+    `database_bytes` is the file's size after a real forget scrubbed it."""
+
+    empty: bool
+    utterances: int
+    nodes: int
+    refiled_events: int
+    speakers: int
+    examples: tuple[str, ...] = ()
+    database_bytes: int | None = None
+
+
+# --- the live transcript, as the daemon streams it ----------------------------------------------
+
+
+@dataclass(frozen=True)
+class Connected:
+    """The stream is open; `acknowledged` utterances were filed before it."""
+
+    acknowledged: int
+
+
+@dataclass(frozen=True)
+class HeardLine:
+    """An utterance filed in the database, as soon as it is."""
+
+    utterance_id: int | None
+    speaker_id: int
+    speaker: str
+    text: str
+    time: float
+
+
+@dataclass(frozen=True)
+class Relabelled:
+    """Utterances already filed (and shown) now belong to another speaker: the session's
+    re-clustering or a user's correction moved them."""
+
+    utterance_ids: tuple[int, ...]
+    speaker_id: int
+    speaker: str  # the name they now carry
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A reader too slow for the stream lost this many of its oldest lines."""
+
+    count: int
+
+
+TranscriptEvent = Connected | HeardLine | Relabelled | Skipped
+
+
+@dataclass(frozen=True)
+class SpokenQuestion:
+    """What push-to-talk heard: the question's words, before its answer streams."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class RecordingState:
+    """A push-to-talk recording as the recording indicator shows it."""
+
+    recording: bool
+    seconds: float
+    level_dbfs: float | None

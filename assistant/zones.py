@@ -1,4 +1,5 @@
-"""Time zones: the one a setting names or the system's, and utterance times shown in one.
+"""Time zones: the one a setting names or the system's, utterance times shown in one, and the
+times a user gives (`--since 2026-11-16`) read in one.
 
 An utterance's `time` is a UTC instant; people read it in their own zone (`time_zone` in the
 config, the system's when unset), with the zone named.
@@ -6,13 +7,14 @@ config, the system's when unset), with the zone named.
 
 from __future__ import annotations
 
+import math
 import os
 from datetime import UTC, datetime, tzinfo
 from functools import lru_cache
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from .errors import ConfigError
+from .errors import ConfigError, InputError
 
 
 def local_zone(name: str | None) -> tzinfo:
@@ -67,3 +69,64 @@ def format_time(t: float, zone: tzinfo | None = None) -> str:
     """An utterance time as people read it in citations, in `zone` (None = the system's) and
     naming it: "2023-08-14 10:00 WEST"."""
     return datetime.fromtimestamp(t, tz=zone or local_zone(None)).strftime("%Y-%m-%d %H:%M %Z")
+
+
+# The years a datetime holds, a day in from either end so that showing a bound in any time zone
+# stays inside them: a bound outside could be neither compared as a date nor shown.
+EARLIEST = datetime(1, 1, 2, tzinfo=UTC).timestamp()
+LATEST = datetime(9999, 12, 30, tzinfo=UTC).timestamp()
+TIME_FORMS = (
+    "an ISO-8601 date (2026-11-16) or date and time (2026-11-16T09:00 or 2026-11-16 09:00, "
+    "optionally with an offset such as Z or +01:00), or seconds since the epoch"
+)
+
+
+def parse_when(value: object, zone: tzinfo = UTC) -> float:
+    """A time limiting what a question or search recalls, as seconds since the epoch.
+
+    One rule for every client (the CLI's --since/--until, the TUI's filter row, the API's
+    `since`/`until`): a number is seconds since the epoch; a string is that number written out,
+    or an ISO-8601 date or date and time, read in `zone` unless it names its own offset. Recall
+    passes the configured zone (`time_zone`), the one answers show times in, so "2026-11-16"
+    is the user's own day. A ValueError says what was wrong; the caller says where.
+    """
+    shown = _shown(value)
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ValueError(f"{shown} is not a time; give {TIME_FORMS}")
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            seconds = float(text)
+        except ValueError:
+            try:
+                when = datetime.fromisoformat(text.upper().replace("Z", "+00:00"))
+            except ValueError:
+                raise ValueError(f"{shown} is not a time; give {TIME_FORMS}") from None
+            seconds = (when if when.tzinfo is not None else when.replace(tzinfo=zone)).timestamp()
+    else:
+        try:
+            seconds = float(value)
+        except OverflowError:  # an integer with hundreds of digits
+            seconds = math.inf
+    if not EARLIEST <= seconds <= LATEST:  # NaN fails this too
+        raise ValueError(f"{shown} is outside the years 1 to 9999")
+    return seconds
+
+
+def _shown(value: object) -> str:
+    # An error echoes what it refused, but a pasted page (or a 400-digit number) only in part.
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def check_window(
+    since: float | None,
+    until: float | None,
+    names: tuple[str, str] = ("since", "until"),
+    zone: tzinfo | None = None,
+) -> None:
+    """Refuse an empty window before anything is sent or loaded, naming the bounds as the user gave them."""
+    if since is not None and until is not None and since >= until:
+        raise InputError(
+            f"{names[0]} ({format_time(since, zone)}) must be before {names[1]} ({format_time(until, zone)})"
+        )

@@ -4,8 +4,10 @@ The layers, bottom to top. A module may import its own unit (the subpackage or t
 it belongs to) and the layers below; never a layer above, nor another unit of its own layer:
 
   1. errors
-  2. locations, zones, exports   paths on disk, time zones, writing an export file
+  2. locations, zones, exports, wire
+                                 paths on disk, time zones, writing an export file, records <-> JSON
   3. records                     the typed records every stage hands on (one `Speaker`)
+  3b. service                    `MemoryService`: what a user can do with the memory, local or remote
   4. config                      the settings, one section per stage
   5. models, embed, llm, entities, transcripts, store
                                  the model wrappers, conversation files, SQLite
@@ -40,8 +42,9 @@ PACKAGE = ROOT / "assistant"
 
 LAYERS: list[set[str]] = [
     {"errors"},
-    {"locations", "zones", "exports"},
+    {"locations", "zones", "exports", "wire"},
     {"records"},
+    {"service"},
     {"config"},
     {"models", "embed", "llm", "entities", "transcripts", "store"},
     {"audio"},

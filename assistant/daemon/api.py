@@ -36,7 +36,7 @@ from ..memory.archive import Selection
 from ..memory.forget import ForgetFilter
 from ..memory.speakers import MAX_ID
 from ..records import Answer, Evidence, RecallFilter, Retrieval, Speaker
-from .client import EARLIEST, LATEST, TIME_FORMS, check_window, parse_when
+from ..zones import EARLIEST, LATEST, TIME_FORMS, check_window, parse_when
 from .daemon import Daemon, HeardEvent, QuestionState, TranscriptEvent
 
 log = logging.getLogger(__name__)
@@ -651,6 +651,22 @@ def create_app(daemon: Daemon) -> FastAPI:
     )
     async def speaker_lines(key: str, limit: Annotated[int, Query(ge=1, le=500)] = 20) -> list[UtteranceOut]:
         found = await blocking(daemon.speaker_lines)(key, limit)
+        return [UtteranceOut(utterance_id=u.id or 0, speaker=u.speaker, time=u.time, text=u.text) for u in found]
+
+    @app.get(
+        "/transcript",
+        response_model=list[UtteranceOut],
+        summary="What was said in a time range (and by one speaker), oldest first: the newest `limit` lines of it",
+        responses=errors,
+    )
+    async def transcript(
+        since: Annotated[RecallTime, Query(description="From this time on (the forms /search takes).")] = None,
+        until: Annotated[RecallTime, Query(description="Before this time.")] = None,
+        speaker: Annotated[str | None, Query(min_length=1, max_length=MAX_SPEAKER_CHARS)] = None,
+        limit: Annotated[int, Query(ge=1, le=5000)] = 200,
+    ) -> list[UtteranceOut]:
+        window = Recall.model_construct(since=since, until=until, speaker=speaker).limits(daemon.settings.zone)
+        found = await blocking(daemon.transcript)(limit=limit, **window)
         return [UtteranceOut(utterance_id=u.id or 0, speaker=u.speaker, time=u.time, text=u.text) for u in found]
 
     @app.post(

@@ -1,133 +1,274 @@
-"""Talk to a running daemon over its Unix socket (the CLI's commands, the TUI, the tests)."""
+"""The one client of the daemon's API: `DaemonClient` (blocking) and `AsyncDaemonClient` (awaited).
+
+Both implement `MemoryService` (assistant/service.py) over the daemon's Unix socket, and hand
+back the records of `assistant.records`, read from the API's JSON by `assistant.wire`, so the
+CLI, the TUI, the benchmarks and the tests hold the same records with or without a daemon.
+Each operation is written once, as a `Call` (method, path, body and how to read the reply);
+the two clients only differ in how they send it.
+
+Errors: `DaemonGone` when no daemon answers or it went away mid-request; `DaemonRefused` when
+it answered with an error (its message, and the HTTP status).
+"""
 
 from __future__ import annotations
 
 import json
-import math
-from collections.abc import Iterator
-from datetime import UTC, datetime, tzinfo
-from typing import Any
-from urllib.parse import quote
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+from urllib.parse import quote, urlencode
 
 import httpx
 
 from ..config import Settings
 from ..errors import InputError
-from ..zones import format_time
+from ..records import (
+    WHOLE_MEMORY,
+    Answer,
+    Connected,
+    Evidence,
+    ForgetFilter,
+    ForgetOutcome,
+    HeardLine,
+    ImportReport,
+    MemoryNode,
+    MergeSuggestion,
+    Reassignment,
+    RecordingState,
+    Relabelled,
+    SearchResult,
+    Selection,
+    Skipped,
+    Speaker,
+    SpokenQuestion,
+    Status,
+    TranscriptEvent,
+    Utterance,
+)
+from ..wire import from_json
 from .instance import DaemonError, running_pid, socket_path
+
+T = TypeVar("T")
 
 HOW_TO_START = (
     "start it with `systemctl --user start assistant` (after `assistant service install`), "
     "or run `assistant daemon` in a terminal"
 )
 
-
-# The years a datetime holds, a day in from either end so that showing a bound in any time zone
-# stays inside them: a bound outside could be neither compared as a date nor shown.
-EARLIEST = datetime(1, 1, 2, tzinfo=UTC).timestamp()
-LATEST = datetime(9999, 12, 30, tzinfo=UTC).timestamp()
-TIME_FORMS = (
-    "an ISO-8601 date (2026-11-16) or date and time (2026-11-16T09:00 or 2026-11-16 09:00, "
-    "optionally with an offset such as Z or +01:00), or seconds since the epoch"
-)
+# What a dropped connection looks like to httpx: before, during, or in the middle of a stream.
+GONE = (httpx.TransportError, httpx.StreamError, httpx.RemoteProtocolError)
 
 
-class NotRunning(DaemonError):
-    pass
+class DaemonGone(DaemonError):
+    """No daemon answers on the socket, or it went away mid-request."""
 
 
-def parse_when(value: object, zone: tzinfo = UTC) -> float:
-    """A time limiting what a question or search recalls, as seconds since the epoch.
+class DaemonRefused(InputError):
+    """The daemon answered with an error: `message` is its own words, `status` the HTTP status
+    (409 for a failure while answering, after the answer had begun)."""
 
-    One rule for every client (the CLI's --since/--until, the TUI's filter row, the API's
-    `since`/`until`): a number is seconds since the epoch; a string is that number written out,
-    or an ISO-8601 date or date and time, read in `zone` unless it names its own offset. Recall
-    passes the configured zone (`time_zone`), the one answers show times in, so "2026-11-16"
-    is the user's own day. A ValueError says what was wrong; the caller says where.
-    """
-    shown = _shown(value)
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise ValueError(f"{shown} is not a time; give {TIME_FORMS}")
-    if isinstance(value, str):
-        text = value.strip()
-        try:
-            seconds = float(text)
-        except ValueError:
-            try:
-                when = datetime.fromisoformat(text.upper().replace("Z", "+00:00"))
-            except ValueError:
-                raise ValueError(f"{shown} is not a time; give {TIME_FORMS}") from None
-            seconds = (when if when.tzinfo is not None else when.replace(tzinfo=zone)).timestamp()
-    else:
-        try:
-            seconds = float(value)
-        except OverflowError:  # an integer with hundreds of digits
-            seconds = math.inf
-    if not EARLIEST <= seconds <= LATEST:  # NaN fails this too
-        raise ValueError(f"{shown} is outside the years 1 to 9999")
-    return seconds
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(f"the daemon refused: {message}")
+        self.message = message
+        self.status = status
 
 
-def _shown(value: object) -> str:
-    # An error echoes what it refused, but a pasted page (or a 400-digit number) only in part.
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+# --- the operations, each once -------------------------------------------------------------------
 
 
-def check_window(
-    since: float | None,
-    until: float | None,
-    names: tuple[str, str] = ("since", "until"),
-    zone: tzinfo | None = None,
-) -> None:
-    """Refuse an empty window before anything is sent or loaded, naming the bounds as the user gave them."""
-    if since is not None and until is not None and since >= until:
-        raise InputError(
-            f"{names[0]} ({format_time(since, zone)}) must be before {names[1]} ({format_time(until, zone)})"
-        )
+@dataclass(frozen=True)
+class Call(Generic[T]):
+    """One request: where it goes, what it carries, and how its reply (or each streamed line) is read."""
+
+    method: str
+    path: str
+    body: dict[str, Any] | None
+    read: Callable[[Any], T]
+    stream: bool = False
 
 
-def describe_filter(f: dict[str, Any] | None, zone: tzinfo | None = None) -> str | None:
-    """A response's `filter` in words: "limited to Sam, from 2026-11-16 00:00 WET, before ... (read
-    from the question: since)"; None when nothing limited the recall. Times in `zone` (None = the
-    system's)."""
-    if not f or (f.get("since") is None and f.get("until") is None and f.get("speaker") is None):
-        return None
-    parts = [str(f["speaker"])] if f.get("speaker") else []
-    if f.get("since") is not None:
-        parts.append(f"from {format_time(f['since'], zone)}")
-    if f.get("until") is not None:
-        parts.append(f"before {format_time(f['until'], zone)}")
-    inferred = list(f.get("inferred") or ())
-    return "limited to " + ", ".join(parts) + (f" (read from the question: {', '.join(inferred)})" if inferred else "")
-
-
-def recall_body(
-    since: float | None = None, until: float | None = None, speaker: str | int | None = None
-) -> dict[str, Any]:
-    """The limits of a question or a search as the API takes them: only those that are set."""
+def _limits(since: float | None, until: float | None, speaker: str | int | None) -> dict[str, Any]:
+    # Only the limits that are set: the API reads a missing one as "no limit".
     return {k: v for k, v in (("since", since), ("until", until), ("speaker", speaker)) if v is not None}
 
 
+def _key(key: str | int) -> str:
+    return quote(str(key), safe="")
+
+
+def _many(kind: type[T]) -> Callable[[Any], list[T]]:
+    return lambda data: [from_json(kind, item) for item in data]
+
+
+def _one(kind: type[T]) -> Callable[[Any], T]:
+    return lambda data: from_json(kind, data)
+
+
+def _utterances(data: Any) -> list[Utterance]:
+    # The API sends a line as evidence is cited (`utterance_id`, speaker, time, text).
+    return [Utterance(e.speaker, e.text, e.time, e.utterance_id) for e in _many(Evidence)(data)]
+
+
+def answer_line(line: dict[str, Any]) -> str | Answer:
+    """A line of an answer's stream: a piece of its text, or the finished answer; an error line raises."""
+    kind = line.get("type")
+    if kind == "token":
+        return str(line["text"])
+    if kind == "answer":
+        return from_json(Answer, line)
+    raise DaemonRefused(str(line.get("error", line)), 409)
+
+
+def spoken_line(line: dict[str, Any]) -> SpokenQuestion | str | Answer:
+    """A line of push-to-talk's stream: what was heard first, then the answer's lines."""
+    if line.get("type") == "question":
+        return SpokenQuestion(str(line["text"]))
+    return answer_line(line)
+
+
+TRANSCRIPT_EVENTS: dict[str, type[Any]] = {
+    "hello": Connected,
+    "utterance": HeardLine,
+    "relabel": Relabelled,
+    "skipped": Skipped,
+}
+
+
+def transcript_line(line: dict[str, Any]) -> TranscriptEvent | None:
+    """A line of the live transcript as its record; None for a kind this client does not know."""
+    kind = TRANSCRIPT_EVENTS.get(str(line.get("type")))
+    return from_json(kind, line) if kind is not None else None
+
+
+class Calls:
+    """The API's operations as `Call`s; nothing here sends anything."""
+
+    status = staticmethod(lambda: Call("GET", "/status", None, _one(Status)))
+    pause = staticmethod(lambda: Call("POST", "/pause", None, _one(Status)))
+    resume = staticmethod(lambda: Call("POST", "/resume", None, _one(Status)))
+
+    @staticmethod
+    def ask(question: str, since: float | None, until: float | None, speaker: str | int | None) -> Call[str | Answer]:
+        return Call("POST", "/ask", {"question": question, **_limits(since, until, speaker)}, answer_line, True)
+
+    @staticmethod
+    def search(
+        question: str, since: float | None, until: float | None, speaker: str | int | None
+    ) -> Call[SearchResult]:
+        return Call("POST", "/search", {"question": question, **_limits(since, until, speaker)}, _one(SearchResult))
+
+    @staticmethod
+    def transcript(
+        since: float | None, until: float | None, speaker: str | int | None, limit: int
+    ) -> Call[list[Utterance]]:
+        query = urlencode({**_limits(since, until, speaker), "limit": int(limit)})
+        return Call("GET", f"/transcript?{query}", None, _utterances)
+
+    @staticmethod
+    def utterances(recent: int) -> Call[TranscriptEvent | None]:
+        return Call("GET", f"/utterances/stream?recent={int(recent)}", None, transcript_line, True)
+
+    speakers = staticmethod(lambda: Call("GET", "/speakers", None, _many(Speaker)))
+    merge_suggestions = staticmethod(lambda: Call("GET", "/speakers/suggestions", None, _many(MergeSuggestion)))
+
+    @staticmethod
+    def speaker_lines(key: str | int, limit: int) -> Call[list[Utterance]]:
+        return Call("GET", f"/speakers/{_key(key)}/utterances?limit={int(limit)}", None, _utterances)
+
+    @staticmethod
+    def name_speaker(key: str | int, name: str) -> Call[Speaker]:
+        return Call("POST", f"/speakers/{_key(key)}/name", {"name": name}, _one(Speaker))
+
+    @staticmethod
+    def merge_speakers(keep: str | int, other: str | int) -> Call[Speaker]:
+        return Call("POST", "/speakers/merge", {"keep": str(keep), "other": str(other)}, _one(Speaker))
+
+    @staticmethod
+    def reassign(
+        to: str | int,
+        utterance_ids: list[int] | tuple[int, ...],
+        new_speaker: bool,
+        since: float | None,
+        until: float | None,
+        speaker: str | int | None,
+    ) -> Call[Reassignment]:
+        body = {"to": str(to), "utterance_ids": list(utterance_ids), **_limits(since, until, speaker)}
+        if new_speaker:
+            body["new_speaker"] = True
+        return Call("POST", "/utterances/reassign", body, _one(Reassignment))
+
+    tree = staticmethod(lambda: Call("GET", "/memory", None, _many(MemoryNode)))
+
+    @staticmethod
+    def delete_node(node_id: int) -> Call[list[int]]:
+        return Call("DELETE", f"/memory/nodes/{int(node_id)}", None, lambda data: [int(i) for i in data["removed"]])
+
+    @staticmethod
+    def export(fmt: str, selection: Selection) -> Call[str]:
+        return Call("POST", "/export", {"format": fmt, **selection.describe()}, str, True)
+
+    @staticmethod
+    def import_file(path: Path) -> Call[ImportReport]:
+        # The daemon runs elsewhere in the file system: it gets the path whole.
+        return Call("POST", "/import", {"path": str(Path(path).resolve())}, _one(ImportReport))
+
+    @staticmethod
+    def forget(what: ForgetFilter, dry_run: bool) -> Call[ForgetOutcome]:
+        body: dict[str, Any] = {
+            k: (str(v) if k == "speaker" else v)
+            for k, v in (("speaker", what.speaker), ("since", what.since), ("until", what.until), ("text", what.text))
+            if v is not None
+        }
+        if what.everything:
+            body["everything"] = True
+        return Call("POST", "/forget", {**body, "dry_run": dry_run}, _one(ForgetOutcome))
+
+    recording = staticmethod(lambda: Call("GET", "/push-to-talk", None, _one(RecordingState)))
+    start_recording = staticmethod(lambda: Call("POST", "/push-to-talk/start", None, dict))
+    cancel_recording = staticmethod(lambda: Call("POST", "/push-to-talk/cancel", None, dict))
+
+    @staticmethod
+    def stop_recording(
+        since: float | None, until: float | None, speaker: str | int | None
+    ) -> Call[SpokenQuestion | str | Answer]:
+        return Call("POST", "/push-to-talk/stop", _limits(since, until, speaker) or None, spoken_line, True)
+
+
+def _raise_for(response: httpx.Response) -> None:
+    if response.status_code < 400:
+        return
+    try:
+        message = response.json().get("error") or response.text
+    except (ValueError, AttributeError):
+        message = response.text
+    raise DaemonRefused(str(message), response.status_code)
+
+
+def _options(timeout: float) -> dict[str, Any]:
+    # Answers and the live transcript stream for as long as they take: no read timeout.
+    return {"base_url": "http://assistant", "timeout": httpx.Timeout(timeout, read=None)}
+
+
+# --- blocking ------------------------------------------------------------------------------------
+
+
 class DaemonClient:
-    def __init__(self, settings: Settings, *, timeout: float = 30.0) -> None:
-        self.path = socket_path(settings)
-        self._http = httpx.Client(
-            transport=httpx.HTTPTransport(uds=str(self.path)),
-            base_url="http://assistant",
-            # Answers and the live transcript stream for as long as they take.
-            timeout=httpx.Timeout(timeout, read=None),
-        )
+    """`MemoryService` over the daemon's socket, for the CLI, the benchmarks and the tests."""
+
+    def __init__(self, socket: Path, *, timeout: float = 30.0) -> None:
+        self.socket = Path(socket)
+        self._http = httpx.Client(transport=httpx.HTTPTransport(uds=str(socket)), **_options(timeout))
 
     @classmethod
     def connect(cls, settings: Settings) -> DaemonClient | None:
         """A client when a daemon answers for this data directory, else None."""
         if running_pid(settings) is None or not socket_path(settings).exists():
             return None
-        client = cls(settings)
+        client = cls(socket_path(settings))
         try:
             client.status()
-        except (httpx.TransportError, NotRunning):
+        except DaemonGone:
             client.close()
             return None
         return client
@@ -136,7 +277,7 @@ class DaemonClient:
     def require(cls, settings: Settings) -> DaemonClient:
         client = cls.connect(settings)
         if client is None:
-            raise NotRunning(f"no daemon is running; {HOW_TO_START}")
+            raise DaemonGone(f"no daemon is running; {HOW_TO_START}")
         return client
 
     def close(self) -> None:
@@ -148,30 +289,46 @@ class DaemonClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # --- requests ----------------------------------------------------------------------------
-
-    def _call(self, method: str, url: str, body: dict[str, Any] | None = None) -> Any:
+    def _send(self, call: Call[T]) -> T:
         try:
-            response = self._http.request(method, url, json=body)
-        except httpx.TransportError as exc:
-            raise NotRunning(f"the daemon at {self.path} did not answer ({exc}); {HOW_TO_START}") from None
+            response = self._http.request(call.method, call.path, json=call.body)
+        except GONE as exc:
+            raise DaemonGone(f"the daemon at {self.socket} did not answer ({exc}); {HOW_TO_START}") from None
         _raise_for(response)
-        return response.json()
+        return call.read(response.json())
 
-    def _stream(self, url: str, body: dict[str, Any] | None = None, method: str = "POST") -> Iterator[dict[str, Any]]:
+    def _stream(self, call: Call[T]) -> Iterator[T]:
         try:
-            with self._http.stream(method, url, json=body) as response:
+            with self._http.stream(call.method, call.path, json=call.body) as response:
                 if response.status_code >= 400:
                     response.read()
                     _raise_for(response)
+                if call.read is str:
+                    for chunk in response.iter_text():
+                        yield call.read(chunk)
+                    return
                 for line in response.iter_lines():
                     if line.strip():
-                        yield json.loads(line)
-        except httpx.TransportError as exc:
-            raise NotRunning(f"the daemon at {self.path} went away ({exc})") from None
+                        yield call.read(json.loads(line))
+        except GONE as exc:
+            raise DaemonGone(f"the daemon at {self.socket} went away ({exc})") from None
 
-    def status(self) -> dict[str, Any]:
-        return self._call("GET", "/status")
+    def _opened(self, call: Call[T]) -> Iterator[T]:
+        # The request goes out now, so a refusal (a bad question or filter) is raised by the call
+        # itself, as by the local memory; the lines are read as the caller iterates.
+        lines = self._stream(call)
+        first = next(lines, _END)
+        return _chain(first, lines)
+
+    # MemoryService
+    def status(self) -> Status:
+        return self._send(Calls.status())
+
+    def pause(self) -> Status:
+        return self._send(Calls.pause())
+
+    def resume(self) -> Status:
+        return self._send(Calls.resume())
 
     def ask(
         self,
@@ -180,12 +337,8 @@ class DaemonClient:
         since: float | None = None,
         until: float | None = None,
         speaker: str | int | None = None,
-    ) -> Iterator[dict[str, Any]]:
-        """NDJSON events: {"type": "token", "text"}... then {"type": "answer", ...} (or "error").
-
-        `since`/`until` (seconds since the epoch) and `speaker` (a name or id) limit what it recalls.
-        """
-        return self._stream("/ask", {"question": question, **recall_body(since, until, speaker)})
+    ) -> Iterator[str | Answer]:
+        return self._opened(Calls.ask(question, since, until, speaker))
 
     def search(
         self,
@@ -194,73 +347,219 @@ class DaemonClient:
         since: float | None = None,
         until: float | None = None,
         speaker: str | int | None = None,
-    ) -> dict[str, Any]:
-        """What an answer would see (POST /search): the recalled lines, the paths, the filter applied."""
-        return self._call("POST", "/search", {"question": question, **recall_body(since, until, speaker)})
+    ) -> SearchResult:
+        return self._send(Calls.search(question, since, until, speaker))
 
-    def utterances(self) -> Iterator[dict[str, Any]]:
-        return self._stream("/utterances/stream", method="GET")
+    def transcript(
+        self,
+        *,
+        since: float | None = None,
+        until: float | None = None,
+        speaker: str | int | None = None,
+        limit: int = 200,
+    ) -> list[Utterance]:
+        return self._send(Calls.transcript(since, until, speaker, limit))
 
-    def pause(self) -> dict[str, Any]:
-        return self._call("POST", "/pause")
+    def speakers(self) -> list[Speaker]:
+        return self._send(Calls.speakers())
 
-    def resume(self) -> dict[str, Any]:
-        return self._call("POST", "/resume")
+    def merge_suggestions(self) -> list[MergeSuggestion]:
+        return self._send(Calls.merge_suggestions())
 
-    def speakers(self) -> list[dict[str, Any]]:
-        return self._call("GET", "/speakers")
+    def speaker_lines(self, key: str | int, limit: int = 20) -> list[Utterance]:
+        return self._send(Calls.speaker_lines(key, limit))
 
-    def name_speaker(self, key: str, name: str) -> dict[str, Any]:
-        return self._call("POST", f"/speakers/{quote(key, safe='')}/name", {"name": name})
+    def name_speaker(self, key: str | int, name: str) -> Speaker:
+        return self._send(Calls.name_speaker(key, name))
 
-    def merge_suggestions(self) -> list[dict[str, Any]]:
-        return self._call("GET", "/speakers/suggestions")
-
-    def merge_speakers(self, keep: str, other: str) -> dict[str, Any]:
-        return self._call("POST", "/speakers/merge", {"keep": keep, "other": other})
+    def merge_speakers(self, keep: str | int, other: str | int) -> Speaker:
+        return self._send(Calls.merge_speakers(keep, other))
 
     def reassign(
-        self, to: str, utterance_ids: list[int], *, new_speaker: bool = False, **window: Any
-    ) -> dict[str, Any]:
-        """Utterances (by id, or `since`/`until`/`speaker`) said by `to` (a new speaker's name with `new_speaker`)."""
-        body = {"to": to, "utterance_ids": utterance_ids, **{k: v for k, v in window.items() if v is not None}}
-        if new_speaker:
-            body["new_speaker"] = True
-        return self._call("POST", "/utterances/reassign", body)
+        self,
+        to: str | int,
+        utterance_ids: list[int] | tuple[int, ...] = (),
+        *,
+        new_speaker: bool = False,
+        since: float | None = None,
+        until: float | None = None,
+        speaker: str | int | None = None,
+    ) -> Reassignment:
+        return self._send(Calls.reassign(to, utterance_ids, new_speaker, since, until, speaker))
 
-    def speaker_lines(self, key: str, limit: int = 20) -> list[dict[str, Any]]:
-        """A speaker's last `limit` utterances, oldest first."""
-        return self._call("GET", f"/speakers/{quote(key, safe='')}/utterances?limit={int(limit)}")
+    def tree(self) -> list[MemoryNode]:
+        return self._send(Calls.tree())
 
-    def memory(self) -> list[dict[str, Any]]:
-        return self._call("GET", "/memory")
+    def delete_node(self, node_id: int) -> list[int]:
+        return self._send(Calls.delete_node(node_id))
 
-    def export(self, fmt: str, selection: dict[str, Any]) -> Iterator[str]:
-        """The export's text, in pieces, as the daemon writes it."""
-        try:
-            with self._http.stream("POST", "/export", json={"format": fmt, **selection}) as response:
-                if response.status_code >= 400:
-                    response.read()
-                    _raise_for(response)
-                yield from response.iter_text()
-        except httpx.TransportError as exc:
-            raise NotRunning(f"the daemon at {self.path} went away ({exc})") from None
+    def export(self, fmt: str, selection: Selection = WHOLE_MEMORY) -> Iterator[str]:
+        return self._opened(Calls.export(fmt, selection))
 
-    def import_file(self, path: str) -> dict[str, Any]:
-        return self._call("POST", "/import", {"path": path})
+    def import_file(self, path: Path) -> ImportReport:
+        return self._send(Calls.import_file(path))
 
-    def forget(self, body: dict[str, Any], *, dry_run: bool) -> dict[str, Any]:
-        return self._call("POST", "/forget", {**body, "dry_run": dry_run})
+    def forget(self, what: ForgetFilter, *, dry_run: bool = True) -> ForgetOutcome:
+        return self._send(Calls.forget(what.check(), dry_run))
 
-    def delete_node(self, node_id: int) -> dict[str, Any]:
-        return self._call("DELETE", f"/memory/nodes/{node_id}")
+    # The daemon's own: the live transcript.
+    def utterances(self, recent: int = 0) -> Iterator[TranscriptEvent]:
+        """The live transcript, after the newest `recent` utterances already stored."""
+        return (event for event in self._stream(Calls.utterances(recent)) if event is not None)
 
 
-def _raise_for(response: httpx.Response) -> None:
-    if response.status_code < 400:
+_END: Any = object()
+
+
+def _chain(first: T, rest: Iterator[T]) -> Iterator[T]:
+    if first is _END:
         return
-    try:
-        message = response.json().get("error") or response.text
-    except ValueError:
-        message = response.text
-    raise InputError(f"the daemon refused: {message}")
+    yield first
+    yield from rest
+
+
+# --- awaited -------------------------------------------------------------------------------------
+
+
+class AsyncDaemonClient:
+    """`AsyncMemoryService` over the daemon's socket, for the TUI: the blocking client would stall
+    Textual's event loop. Push-to-talk is here too: only the TUI records questions."""
+
+    def __init__(self, socket: Path, *, timeout: float = 30.0) -> None:
+        self.socket = Path(socket)
+        self._http = httpx.AsyncClient(transport=httpx.AsyncHTTPTransport(uds=str(socket)), **_options(timeout))
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def _send(self, call: Call[T]) -> T:
+        try:
+            response = await self._http.request(call.method, call.path, json=call.body)
+        except GONE as exc:
+            raise DaemonGone(f"the daemon did not answer ({exc.__class__.__name__})") from None
+        _raise_for(response)
+        return call.read(response.json())
+
+    async def _stream(self, call: Call[T]) -> AsyncIterator[T]:
+        try:
+            async with self._http.stream(call.method, call.path, json=call.body) as response:
+                if response.status_code >= 400:
+                    await response.aread()
+                    _raise_for(response)
+                if call.read is str:
+                    async for chunk in response.aiter_text():
+                        yield call.read(chunk)
+                    return
+                async for line in response.aiter_lines():
+                    if line.strip():
+                        yield call.read(json.loads(line))
+        except GONE as exc:
+            raise DaemonGone(f"the daemon went away ({exc.__class__.__name__})") from None
+
+    # AsyncMemoryService
+    async def status(self) -> Status:
+        return await self._send(Calls.status())
+
+    async def pause(self) -> Status:
+        return await self._send(Calls.pause())
+
+    async def resume(self) -> Status:
+        return await self._send(Calls.resume())
+
+    def ask(
+        self,
+        question: str,
+        *,
+        since: float | None = None,
+        until: float | None = None,
+        speaker: str | int | None = None,
+    ) -> AsyncIterator[str | Answer]:
+        return self._stream(Calls.ask(question, since, until, speaker))
+
+    async def search(
+        self,
+        question: str,
+        *,
+        since: float | None = None,
+        until: float | None = None,
+        speaker: str | int | None = None,
+    ) -> SearchResult:
+        return await self._send(Calls.search(question, since, until, speaker))
+
+    async def transcript(
+        self,
+        *,
+        since: float | None = None,
+        until: float | None = None,
+        speaker: str | int | None = None,
+        limit: int = 200,
+    ) -> list[Utterance]:
+        return await self._send(Calls.transcript(since, until, speaker, limit))
+
+    async def speakers(self) -> list[Speaker]:
+        return await self._send(Calls.speakers())
+
+    async def merge_suggestions(self) -> list[MergeSuggestion]:
+        return await self._send(Calls.merge_suggestions())
+
+    async def speaker_lines(self, key: str | int, limit: int = 20) -> list[Utterance]:
+        return await self._send(Calls.speaker_lines(key, limit))
+
+    async def name_speaker(self, key: str | int, name: str) -> Speaker:
+        return await self._send(Calls.name_speaker(key, name))
+
+    async def merge_speakers(self, keep: str | int, other: str | int) -> Speaker:
+        return await self._send(Calls.merge_speakers(keep, other))
+
+    async def reassign(
+        self,
+        to: str | int,
+        utterance_ids: list[int] | tuple[int, ...] = (),
+        *,
+        new_speaker: bool = False,
+        since: float | None = None,
+        until: float | None = None,
+        speaker: str | int | None = None,
+    ) -> Reassignment:
+        return await self._send(Calls.reassign(to, utterance_ids, new_speaker, since, until, speaker))
+
+    async def tree(self) -> list[MemoryNode]:
+        return await self._send(Calls.tree())
+
+    async def delete_node(self, node_id: int) -> list[int]:
+        return await self._send(Calls.delete_node(node_id))
+
+    def export(self, fmt: str, selection: Selection = WHOLE_MEMORY) -> AsyncIterator[str]:
+        return self._stream(Calls.export(fmt, selection))
+
+    async def export_text(self, fmt: str, selection: Selection = WHOLE_MEMORY) -> str:
+        return "".join([chunk async for chunk in self.export(fmt, selection)])
+
+    async def import_file(self, path: Path) -> ImportReport:
+        return await self._send(Calls.import_file(path))
+
+    async def forget(self, what: ForgetFilter, *, dry_run: bool = True) -> ForgetOutcome:
+        return await self._send(Calls.forget(what.check(), dry_run))
+
+    # The daemon's own: the live transcript and push-to-talk.
+    async def utterances(self, recent: int = 0) -> AsyncIterator[TranscriptEvent]:
+        """The live transcript, after the newest `recent` utterances already stored."""
+        async for event in self._stream(Calls.utterances(recent)):
+            if event is not None:
+                yield event
+
+    async def recording(self) -> RecordingState:
+        """How long the question has been recorded, and how loud it is just now."""
+        return await self._send(Calls.recording())
+
+    async def start_recording(self) -> None:
+        await self._send(Calls.start_recording())
+
+    async def cancel_recording(self) -> None:
+        await self._send(Calls.cancel_recording())
+
+    def stop_recording(
+        self, *, since: float | None = None, until: float | None = None, speaker: str | int | None = None
+    ) -> AsyncIterator[SpokenQuestion | str | Answer]:
+        """What was heard, then the answer's lines as for `ask`, limited the same way."""
+        return self._stream(Calls.stop_recording(since, until, speaker))

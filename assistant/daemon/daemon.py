@@ -34,10 +34,22 @@ from ..config import Settings, parse_quiet_hours
 from ..errors import AssistantError, InputError
 from ..listening import Heard, Listener, Relabelled
 from ..memory import archive
-from ..memory.api import Memory, MemoryStats, Reassignment, TreeNode
-from ..memory.forget import ForgetFilter, ForgetPlan, ForgetReport
-from ..memory.speakers import MergeSuggestion
-from ..records import SAMPLE_RATE, Answer, AudioBlock, Retrieval, Speaker, SpeechSegment, Transcript, Utterance
+from ..memory.api import Memory, TreeNode
+from ..memory.forget import ForgetPlan, ForgetReport
+from ..records import (
+    SAMPLE_RATE,
+    Answer,
+    AudioBlock,
+    ForgetFilter,
+    MergeSuggestion,
+    Reassignment,
+    Retrieval,
+    Speaker,
+    SpeechSegment,
+    Status,
+    Transcript,
+    Utterance,
+)
 from .spool import Queued, SegmentQueue
 from .writer import Writer
 
@@ -73,28 +85,6 @@ class RelabelEvent:
 
 
 TranscriptEvent = HeardEvent | RelabelEvent
-
-
-@dataclass(frozen=True)
-class Status:
-    state: str  # starting | listening | paused | quiet hours | source lost | source ended | source failed | stopping
-    paused: bool
-    # Nothing heard is waiting to be transcribed or filed (the pending blocks may still wait for the LLM).
-    idle: bool
-    source: str
-    # Why the source delivers nothing now (a microphone unplugged and being reopened), else None.
-    source_problem: str | None
-    lag_seconds: float
-    queued_segments: int
-    spooled_segments: int
-    queued_seconds: float
-    acknowledged: int
-    memory: MemoryStats
-    speakers: tuple[Speaker, ...]
-    models: dict[str, str]
-    devices: dict[str, str]
-    uptime_seconds: float
-    push_to_talk: bool
 
 
 @dataclass
@@ -163,7 +153,7 @@ class Daemon:
         self._source_description = "microphone" if self.source_spec is None else str(self.source_spec)
         # Parsed once (and on reload): quiet_now runs for every block of audio.
         self._quiet_spans = _quiet_spans(settings)
-        self._paused_flag = settings.data_dir / "paused"
+        self._paused_flag = settings.paused_flag
         self.paused = self._paused_flag.exists()
 
         self.writer = Writer()
@@ -483,6 +473,15 @@ class Daemon:
 
     def speaker_lines(self, key: str | int, limit: int) -> list[Utterance]:
         return self.writer.call(self.memory.speaker_lines, key, limit)
+
+    def transcript(
+        self,
+        since: float | None = None,
+        until: float | None = None,
+        speaker: str | int | None = None,
+        limit: int = 200,
+    ) -> list[Utterance]:
+        return self.writer.call(self.memory.transcript, since, until, speaker, limit)
 
     def recent_heard(self, limit: int) -> list[HeardEvent]:
         """The newest `limit` stored utterances as the live transcript sends them (a client catching up)."""

@@ -23,7 +23,18 @@ from ..errors import InputError
 from ..exports import write_atomically
 from ..llm import LLM, load_llm, load_tokenizer
 from ..models import resolve
-from ..records import Answer, Evidence, Level, Node, RecallFilter, Retrieval, Speaker, Utterance
+from ..records import (
+    Answer,
+    Evidence,
+    Level,
+    MemoryStats,
+    Node,
+    Reassignment,
+    RecallFilter,
+    Retrieval,
+    Speaker,
+    Utterance,
+)
 from ..store.store import Store
 from . import archive, forget, speakers
 from .answer import DONT_KNOW, Prompt, as_evidence, build_prompt, cited_evidence, says_unknown, strip_citations
@@ -44,35 +55,12 @@ class IngestReport:
 
 
 @dataclass(frozen=True)
-class MemoryStats:
-    tokens: int
-    token_budget: int
-    scenes: int
-    events: int
-    amus: int
-    utterances: int
-    pending_blocks: int
-    buffered: int
-    database_bytes: int
-
-
-@dataclass(frozen=True)
 class PreparedQuestion:
     """A question retrieved and framed, ready for the LLM; `prompt` None when the memory has nothing on it."""
 
     retrieval: Retrieval
     prompt: Prompt | None
     retrieval_ms: float
-
-
-@dataclass(frozen=True)
-class Reassignment:
-    """What `Memory.reassign` did: the speaker the utterances now belong to, which moved, and
-    which automatically labelled speakers were left with nothing and removed."""
-
-    speaker: Speaker
-    moved: tuple[int, ...]
-    removed_speakers: tuple[int, ...]
 
 
 @dataclass(frozen=True)
@@ -299,6 +287,21 @@ class Memory:
         """The last `limit` utterances of a speaker, oldest first: "who is this?" before naming a voice."""
         sp = speakers.find(self.store, key)
         return [u for _sid, u in self.store.last_utterances(limit, sp.id)]
+
+    def transcript(
+        self,
+        since: float | None = None,
+        until: float | None = None,
+        speaker: str | int | None = None,
+        limit: int = 200,
+    ) -> list[Utterance]:
+        """What was said in [since, until) (by `speaker`, a name or id, if given): the newest `limit`
+        lines of it, oldest first."""
+        if limit < 1:
+            raise InputError(f"the limit must be at least 1, got {limit}")
+        window = self.recall_filter(since=since, until=until, speaker=speaker)
+        who = speakers.find(self.store, speaker).id if speaker is not None else None
+        return [u for _sid, u in self.store.last_utterances(limit, who, window.since, window.until)]
 
     def recent_utterances(self, limit: int) -> list[tuple[int, Utterance]]:
         """The newest `limit` utterances of anyone, oldest first, each with its speaker's id."""
@@ -573,7 +576,7 @@ class Memory:
         retrieval, prompt = prepared.retrieval, prepared.prompt
         if prompt is None:
             yield DONT_KNOW
-            yield Answer(DONT_KNOW, (), False, 0, prepared.retrieval_ms, 0.0, retrieval)
+            yield Answer(DONT_KNOW, (), False, 0, prepared.retrieval_ms, 0.0, retrieval, filter=retrieval.filter)
             return
         t1 = _time.perf_counter()
         pieces: list[str] = []
@@ -594,6 +597,7 @@ class Memory:
             (_time.perf_counter() - t1) * 1000,
             retrieval,
             prompt.sources,
+            retrieval.filter,
         )
 
     def ask_stream(self, question: str, **recall: Any) -> Iterator[str | Answer]:

@@ -16,12 +16,10 @@ transaction: a refused or failing import changes nothing.
 from __future__ import annotations
 
 import base64
-import dataclasses
 import hashlib
 import json
 import time as _time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from typing import Any
@@ -29,28 +27,12 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError, InputError
-from ..records import Level, Utterance
+from ..records import ImportReport, Level, Selection, Utterance
 from ..store.store import Store, utterance_digest
 from ..zones import local_zone
 
 FORMAT = "assistant-memory"
 SCHEMA = 1
-
-
-@dataclass(frozen=True)
-class Selection:
-    """Which utterances an export covers; the default is everything."""
-
-    since: float | None = None
-    until: float | None = None
-    speaker: str | None = None
-
-    @property
-    def everything(self) -> bool:
-        return self.since is None and self.until is None and self.speaker is None
-
-    def describe(self) -> dict[str, Any]:
-        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
 
 
 # --- reading the store ---------------------------------------------------------------------------
@@ -349,16 +331,6 @@ def _check_shape(path: Path, doc: dict[str, Any]) -> None:
 
 
 # --- restoring -----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ImportReport:
-    mode: str  # restore | merge
-    speakers: int
-    utterances: int
-    duplicates: int
-    nodes: int
-    seconds: float
 
 
 def store_is_empty(store: Store) -> bool:

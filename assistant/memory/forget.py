@@ -15,35 +15,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import InputError
-from ..records import Level
+from ..records import ForgetFilter, ForgetOutcome, Level
 from ..store.store import Store
 from .speakers import find as find_speaker
 
 EXAMPLES = 5
-
-
-@dataclass(frozen=True)
-class ForgetFilter:
-    """What to forget: the utterances that match every criterion given (or everything)."""
-
-    speaker: str | int | None = None
-    since: float | None = None
-    until: float | None = None
-    text: str | None = None
-    everything: bool = False
-
-    def check(self) -> ForgetFilter:
-        criteria = (self.speaker, self.since, self.until, self.text)
-        if self.everything and any(c is not None for c in criteria):
-            raise InputError("forget everything takes no other filter")
-        if not self.everything and all(c is None for c in criteria):
-            raise InputError("say what to forget: a speaker, a time range (since/until), words, or everything")
-        if self.text is not None and not self.text.strip():
-            raise InputError("the words to forget are empty")
-        if self.since is not None and self.until is not None and self.since >= self.until:
-            raise InputError("forget: since must be before until")
-        return self
 
 
 @dataclass(frozen=True)
@@ -245,3 +221,16 @@ def expire(store: Store, days: float, now: float) -> int:
         store.optimize_lexical_index()
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     return len(ids)
+
+
+def outcome(p: ForgetPlan, report: ForgetReport | None = None) -> ForgetOutcome:
+    """What a user is told of a forget: the plan's counts, and after a real one the file's new size."""
+    return ForgetOutcome(
+        empty=p.empty,
+        utterances=len(p.utterances),
+        nodes=len(p.nodes),
+        refiled_events=len(p.refiled_events),
+        speakers=len(p.speakers),
+        examples=p.examples if report is None else (),
+        database_bytes=report.database_bytes if report is not None else None,
+    )

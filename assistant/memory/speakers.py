@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
 from ..embed import Embedder
 from ..errors import InputError
 from ..llm import Tokenizer
-from ..records import Level, Node, Speaker, Utterance
+from ..records import Level, MergeSuggestion, Node, Speaker, Utterance
 from ..store.store import Store
 
 # The largest id SQLite can hold; a larger number names nobody.
@@ -132,15 +131,6 @@ def reembed_lines(store: Store, embedder: Embedder, utterances: Sequence[Utteran
 
 def reembed_utterances(store: Store, embedder: Embedder, speaker_id: int) -> None:
     reembed_lines(store, embedder, store.speaker_utterances(speaker_id))
-
-
-@dataclass(frozen=True)
-class MergeSuggestion:
-    """Two speakers whose voices sound alike: perhaps one person the chain heard as two."""
-
-    keep: Speaker  # the one with more speech
-    other: Speaker
-    cosine: float
 
 
 def merge_suggestions(known: Sequence[Speaker], min_cosine: float) -> list[MergeSuggestion]:

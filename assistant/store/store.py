@@ -233,13 +233,21 @@ class Store:
         rows = self.db.all(f"SELECT id FROM utterances WHERE {' AND '.join(where)} ORDER BY time, id", tuple(params))
         return [int(r[0]) for r in rows]
 
-    def last_utterances(self, limit: int, speaker_id: int | None = None) -> list[tuple[int, Utterance]]:
-        """The newest `limit` utterances (of one speaker if given), oldest first, with their speaker's id."""
-        where, params = ("WHERE u.speaker_id = ?", (speaker_id, limit)) if speaker_id is not None else ("", (limit,))
+    def last_utterances(
+        self, limit: int, speaker_id: int | None = None, since: float | None = None, until: float | None = None
+    ) -> list[tuple[int, Utterance]]:
+        """The newest `limit` utterances (of one speaker, in [since, until), if given), oldest first,
+        with their speaker's id."""
+        where, params = ["1=1"], []
+        for clause, value in (("u.speaker_id = ?", speaker_id), ("u.time >= ?", since), ("u.time < ?", until)):
+            if value is not None:
+                where.append(clause)
+                params.append(value)
         rows = self.db.all(
             "SELECT u.id, u.speaker_id, s.name AS speaker, u.text, u.time FROM utterances u "
-            f"JOIN speakers s ON s.id = u.speaker_id {where} ORDER BY u.time DESC, u.id DESC LIMIT ?",
-            params,
+            f"JOIN speakers s ON s.id = u.speaker_id WHERE {' AND '.join(where)} "
+            "ORDER BY u.time DESC, u.id DESC LIMIT ?",
+            (*params, limit),
         )
         return [(int(r["speaker_id"]), _utterance(r)) for r in reversed(rows)]
 

@@ -18,7 +18,7 @@ from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import Input, Label, Select
 
-from ..daemon.client import check_window, parse_when
+from ..zones import check_window, parse_when
 from ..errors import InputError
 from ..zones import local_zone
 
