@@ -21,6 +21,8 @@ from assistant.store.db import _sqlite_module
 from .audio_helpers import silence, sox
 from .daemon_helpers import PART_ONE, PART_TWO, Transcript, daemon_config, kill_leftovers, make_recording, settled
 
+SAMPLE = Path(__file__).resolve().parents[1] / "assistant" / "data" / "sample_conversation.jsonl"
+
 
 @pytest.fixture(autouse=True)
 def _no_daemon_left_behind():
@@ -242,8 +244,9 @@ def test_cli_is_a_client_of_the_daemon(running):
     assert state["paused"] is False and state["state"] in ("listening", "source ended"), state
     assert resumed in ("the daemon is listening\n", "the daemon is source ended\n"), resumed
     assert not (running.data_dir / "paused").exists()  # the next start listens too
-    # The database belongs to the daemon: a command that would write it directly refuses.
-    refused = cli("delete", "1")
+    # The database belongs to the daemon: a command that would write it directly refuses (the
+    # others, `delete` among them, go through the daemon).
+    refused = cli("ingest", str(SAMPLE))
     assert refused.returncode == 4 and "stop the daemon first" in refused.stderr
 
 

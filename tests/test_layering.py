@@ -7,19 +7,19 @@ it belongs to) and the layers below; never a layer above, nor another unit of it
   2. locations, zones, exports, wire
                                  paths on disk, time zones, writing an export file, records <-> JSON
   3. records                     the typed records every stage hands on (one `Speaker`)
-  3b. service                    `MemoryService`: what a user can do with the memory, local or remote
-  4. config                      the settings, one section per stage
-  5. models, embed, llm, entities, transcripts, store
+  4. service                     `MemoryService`: what a user can do with the memory, local or remote
+  5. config                      the settings, one section per stage
+  6. models, embed, llm, entities, transcripts, store
                                  the model wrappers, conversation files, SQLite
-  6. audio                       sound -> speech segments
-  7. speech                      speech segments -> attributed words (transcription, voices)
-  8. memory                      utterances -> the bounded memory, recall and answers
-  9. listening                   the chain that carries audio through speech into the memory
- 10. daemon                      the always-on service, its API, and the client of that API
- 11. tui                         a client of the daemon
- 12. bench                       the benchmarks (they drive the daemon and the TUI)
- 13. cli                         the `assistant` command
- 14. __init__, __main__          the package's public names, `python -m assistant`
+  7. audio                       sound -> speech segments
+  8. speech                      speech segments -> attributed words (transcription, voices)
+  9. memory                      utterances -> the bounded memory, recall and answers
+ 10. listening                   the chain that carries audio through speech into the memory
+ 11. daemon                      the always-on service, its API, and the client of that API
+ 12. tui                         a client of the daemon
+ 13. bench                       the benchmarks (they drive the daemon and the TUI)
+ 14. cli                         the `assistant` command
+ 15. __init__, __main__          the package's public names, `python -m assistant`
 
 Every import statement counts, wherever it is: at the top of a module, inside a function, or
 under `TYPE_CHECKING`. A function-level import is for loading a heavy library late, never for
@@ -195,7 +195,7 @@ def test_the_walk_sees_every_kind_of_import_and_names_what_it_finds() -> None:
         "assistant.memory.api": [(5, "assistant.store.store")],
     }
     assert upward_imports(made_up) == [
-        "assistant/store/store.py:9 imports assistant.memory.api: store (layer 5) may not import memory (layer 8)"
+        "assistant/store/store.py:9 imports assistant.memory.api: store (layer 6) may not import memory (layer 9)"
     ]
     assert first_cycle(made_up) == [
         "assistant/memory/api.py:5 imports assistant.store.store",
