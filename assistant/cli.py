@@ -370,6 +370,7 @@ def _ingest_audio(ctx: click.Context, file: Path, realtime: bool, start: float |
     from .listening import Listener
 
     settings = _settings(ctx)
+    _refuse_if_daemon(settings)
     source = open_source(file, settings.audio, realtime=realtime, start_time=start)
     total = getattr(source, "duration", None)
     with _memory(settings) as memory, source:
@@ -415,6 +416,7 @@ def listen(ctx: click.Context, device: str | None) -> None:
     from .listening import Heard, Listener
 
     settings = _settings(ctx, **({"audio": {"device": device}} if device else {}))
+    _refuse_if_daemon(settings)
     with _memory(settings) as memory:
         listener = Listener.from_settings(memory, settings)
         listener.warm_up()
