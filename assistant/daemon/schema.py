@@ -21,7 +21,6 @@ from pydantic import BaseModel, ConfigDict, create_model
 
 from ..wire import on_wire
 
-
 # Records whose model is being made: one that holds itself (a tree node's children) refers to
 # its own model by name until it exists.
 _BUILDING: set[type] = set()
