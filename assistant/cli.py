@@ -295,7 +295,7 @@ def search(
         with client:
             found = client.search(query, **recall)
     else:
-        from .daemon.api import search_out
+        from .daemon.converters import search_out
 
         with _open(ctx) as memory:
             found = search_out(memory.search(query, **recall)).model_dump()

@@ -11,6 +11,10 @@ The writer is the only thread that touches the memory. An utterance is *acknowle
 to live-transcript subscribers) only after its transaction commits, so anything a client
 has seen survives a crash. The LLM is shared by answers and distillation under one lock;
 distillation only ever waits for it, so questions never stall what is being heard.
+
+Push-to-talk (`push_to_talk.PushToTalk`), the quiet hours (`quiet_hours.QuietHours`) and config
+reload (`reload.SettingsReload`) are parts the daemon holds; the capture thread asks the first two
+about every block.
 """
 
 from __future__ import annotations
@@ -19,25 +23,24 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
-from datetime import datetime
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from ..audio.base import AudioSource
-from ..audio.level import level_dbfs
 from ..audio.sources import open_source
 from ..audio.vad import speech_segments
-from ..config import Settings, parse_quiet_hours
-from ..errors import AssistantError, InputError
+from ..config import Settings
+from ..errors import AssistantError
 from ..listening import Heard, Listener, Relabelled
 from ..memory import archive
 from ..memory.api import Memory, MemoryStats, Reassignment, TreeNode
 from ..memory.forget import ForgetFilter, ForgetPlan, ForgetReport
 from ..memory.speakers import MergeSuggestion
-from ..records import SAMPLE_RATE, Answer, AudioBlock, Retrieval, Speaker, SpeechSegment, Transcript, Utterance
+from ..records import Answer, AudioBlock, Retrieval, Speaker, SpeechSegment, Transcript, Utterance
+from .push_to_talk import PushToTalk
+from .quiet_hours import QuietHours
+from .reload import SettingsReload
 from .spool import Queued, SegmentQueue
 from .writer import Writer
 
@@ -97,45 +100,6 @@ class Status:
     push_to_talk: bool
 
 
-@dataclass
-class _Recording:
-    """A push-to-talk question being recorded: the blocks the conversation never sees."""
-
-    started: float
-    blocks: list[np.ndarray] = field(default_factory=list)
-    done: threading.Event = field(default_factory=threading.Event)
-    cancelled: bool = False
-    # Kept as blocks arrive: the capture thread checks the length limit at every block, and
-    # summing the blocks there would grow with the recording.
-    samples: int = 0
-
-    def add(self, block: np.ndarray) -> None:
-        self.blocks.append(block)
-        self.samples += len(block)
-
-    @property
-    def seconds(self) -> float:
-        return self.samples / SAMPLE_RATE
-
-    def level(self) -> float | None:
-        """The level of the last tenth of a second recorded; None before the first block."""
-        if not self.blocks:
-            return None
-        # Microphone blocks are 30 ms by default; the last eight cover a tenth of a second at any
-        # block length down to 12.5 ms, without joining the whole recording at every poll.
-        tail = np.concatenate(self.blocks[-8:])[-(SAMPLE_RATE // 10) :]
-        return round(level_dbfs(tail), 1)
-
-
-@dataclass(frozen=True)
-class QuestionState:
-    """A push-to-talk recording as the recording indicator shows it."""
-
-    recording: bool
-    seconds: float
-    level_dbfs: float | None
-
-
 class Daemon:
     def __init__(self, settings: Settings, *, source: str | None = None) -> None:
         self.settings = settings
@@ -150,7 +114,6 @@ class Daemon:
         self._wake_distiller = threading.Event()
         self._llm_lock = threading.Lock()
         self._stt_lock = threading.Lock()
-        self._recording: _Recording | None = None
         self._threads: list[threading.Thread] = []
         self._heard_until = 0.0
         self._last_heard = time.monotonic()
@@ -161,8 +124,9 @@ class Daemon:
         self._sealed = False
         self._source: AudioSource | None = None
         self._source_description = "microphone" if self.source_spec is None else str(self.source_spec)
-        # Parsed once (and on reload): quiet_now runs for every block of audio.
-        self._quiet_spans = _quiet_spans(settings)
+        self.quiet_hours = QuietHours(settings.daemon.quiet_hours)
+        self.push_to_talk = PushToTalk(microphone=self.source_spec is None, transcribe=self._speech_to_text)
+        self._settings_reload = SettingsReload(self)
         self._paused_flag = settings.data_dir / "paused"
         self.paused = self._paused_flag.exists()
 
@@ -244,16 +208,9 @@ class Daemon:
             if self._stop.is_set():
                 return
             self._heard_until = block.start + block.duration
-            recording = self._recording
-            if recording is not None:
-                # Past the length limit the question is cut, but the speaker is still talking to
-                # the assistant, not the room: nothing reaches the conversation until they stop.
-                if not recording.done.is_set():
-                    recording.add(block.samples)
-                    if recording.seconds >= self.settings.daemon.max_question_seconds:
-                        recording.done.set()
+            if self.push_to_talk.take(block.samples, self.settings.daemon.max_question_seconds):
                 continue
-            if self.paused or self.quiet_now():
+            if self.paused or self.quiet_hours.now():
                 continue
             yield block
 
@@ -294,8 +251,7 @@ class Daemon:
                 return
             self._transcribing, self._current = True, item
             try:
-                with self._stt_lock:
-                    transcripts = self.listener.transcribe(item.segment)
+                transcripts = self._speech_to_text(item.segment)
                 heard = self.writer.call(self._file, transcripts)
             except Exception:
                 # One bad segment must not stop the daemon from hearing the next.
@@ -314,6 +270,11 @@ class Daemon:
                 self._wake_distiller.set()
             if self._stop.is_set():
                 return
+
+    def _speech_to_text(self, segment: SpeechSegment) -> list[Transcript]:
+        # One transcription at a time: the conversation's segments and push-to-talk questions share the model.
+        with self._stt_lock:
+            return self.listener.transcribe(segment)
 
     def _seal(self) -> Queued | None:
         """(Writer thread.) File nothing more; the segment being transcribed, if any, is the stop's to keep."""
@@ -347,17 +308,6 @@ class Daemon:
                 callback(event)
             except Exception:
                 log.exception("a live-transcript subscriber failed")
-
-    def quiet_now(self) -> bool:
-        """Inside one of daemon.quiet_hours (local time), when it never listens."""
-        if not self._quiet_spans:
-            return False
-        now = datetime.now()
-        minute = now.hour * 60 + now.minute
-        return any(
-            (start <= minute < end) if start <= end else (minute >= start or minute < end)
-            for start, end in self._quiet_spans
-        )
 
     def _idle(self) -> bool:
         """Nothing heard is waiting to be transcribed or filed."""
@@ -422,7 +372,7 @@ class Daemon:
                 "llm": self.memory.llm.device,
             },
             uptime_seconds=round(time.time() - self.started, 1),
-            push_to_talk=self._recording is not None,
+            push_to_talk=self.push_to_talk.recording,
         )
 
     def _shown_state(self) -> str:
@@ -430,7 +380,7 @@ class Daemon:
             return self.state
         if self.paused:
             return "paused"
-        if self.quiet_now() and self.state == "listening":
+        if self.quiet_hours.now() and self.state == "listening":
             return "quiet hours"
         if self.state == "listening" and self._source_problem():
             return "source lost"
@@ -579,77 +529,8 @@ class Daemon:
         self._wake_distiller.set()
         return report
 
-    # --- push-to-talk ------------------------------------------------------------------------
-
-    def start_question(self) -> None:
-        if self.source_spec is not None:
-            raise InputError("push-to-talk needs the microphone; this daemon listens to a file")
-        if self._recording is not None and not self._recording.done.is_set():
-            raise InputError("push-to-talk is already recording")
-        self._recording = _Recording(time.time())
-
-    def question_state(self) -> QuestionState:
-        recording = self._recording
-        if recording is None:
-            return QuestionState(recording=False, seconds=0.0, level_dbfs=None)
-        return QuestionState(recording=True, seconds=round(recording.seconds, 2), level_dbfs=recording.level())
-
-    def cancel_question(self) -> None:
-        recording, self._recording = self._recording, None
-        if recording is None:
-            raise InputError("push-to-talk is not recording")
-        recording.cancelled = True
-        recording.done.set()
-
-    def stop_question(self) -> str:
-        """End the recording and return what was said; nothing of it is stored."""
-        recording = self._recording
-        if recording is None:
-            raise InputError("push-to-talk is not recording")
-        recording.done.set()
-        self._recording = None
-        if not recording.blocks:
-            raise InputError("push-to-talk heard nothing")
-        samples = np.concatenate(recording.blocks).astype(np.float32) / 32768.0
-        segment = SpeechSegment(samples, recording.started, recording.started + len(samples) / SAMPLE_RATE)
-        with self._stt_lock:
-            transcripts = self.listener.transcribe(segment)
-        text = " ".join(t.text.strip() for t in transcripts).strip()
-        if not text:
-            raise InputError("push-to-talk heard no words")
-        return text
-
     # --- configuration -----------------------------------------------------------------------
 
     def reload(self, settings: Settings) -> list[str]:
         """Apply a re-read configuration; returns the changes that need a restart to take effect."""
-        old = self.settings
-        needs_restart = [
-            key
-            for key, a, b in (
-                ("models", old.models, settings.models),
-                ("paths", old.paths, settings.paths),
-                ("llm", old.llm, settings.llm),
-                ("daemon.socket", old.daemon.socket, settings.daemon.socket),
-                ("daemon.tcp", old.daemon.tcp, settings.daemon.tcp),
-                ("audio", old.audio, settings.audio),
-                ("vad", old.vad, settings.vad),
-            )
-            if a != b
-        ]
-
-        def apply() -> None:
-            self.memory.settings = settings
-            self.memory.engine.options = settings.memory
-            self.listener.transcriber.options = settings.stt
-            self.listener.diarizer.options = settings.diarization
-
-        self.writer.call(apply)
-        self._quiet_spans = _quiet_spans(settings)
-        self.settings = replace(settings, daemon=replace(settings.daemon, socket=old.daemon.socket, tcp=old.daemon.tcp))
-        return needs_restart
-
-
-def _quiet_spans(settings: Settings) -> list[tuple[int, int]]:
-    # The config loader has checked every span, so none is None here.
-    return [span for text in settings.daemon.quiet_hours if (span := parse_quiet_hours(text)) is not None]
+        return self._settings_reload.apply(settings)
