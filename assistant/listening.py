@@ -21,7 +21,17 @@ from .config import ReclusterOptions, Settings
 from .errors import AssistantError
 from .memory.api import Memory
 from .memory.speakers import check_name, is_automatic_name
-from .records import SAMPLE_RATE, AudioBlock, Piece, Speaker, SpeechSegment, Transcript, Utterance, Voiceprint
+from .records import (
+    SAMPLE_RATE,
+    AudioBlock,
+    Piece,
+    Relabelled,
+    Speaker,
+    SpeechSegment,
+    Transcript,
+    Utterance,
+    Voiceprint,
+)
 from .speech.diarize import Diarizer, diarizer_from_settings
 from .speech.recluster import VoiceSample, plan_moves
 from .speech.transcribe import Transcriber, transcriber_from_settings
@@ -36,15 +46,6 @@ class Heard:
     speaker_id: int
     utterance: Utterance
     similarity: float
-
-
-@dataclass(frozen=True)
-class Relabelled:
-    """Utterances the session's re-clustering gave to another speaker (already stored)."""
-
-    utterance_ids: tuple[int, ...]
-    speaker_id: int
-    speaker: str  # the name they now carry
 
 
 @dataclass

@@ -11,6 +11,10 @@ The writer is the only thread that touches the memory. An utterance is *acknowle
 to live-transcript subscribers) only after its transaction commits, so anything a client
 has seen survives a crash. The LLM is shared by answers and distillation under one lock;
 distillation only ever waits for it, so questions never stall what is being heard.
+
+Push-to-talk (`push_to_talk.PushToTalk`), the quiet hours (`quiet_hours.QuietHours`) and config
+reload (`reload.SettingsReload`) are parts the daemon holds; the capture thread asks the first two
+about every block.
 """
 
 from __future__ import annotations
@@ -19,30 +23,26 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from ..audio.base import AudioSource
-from ..audio.level import level_dbfs
 from ..audio.sources import open_source
 from ..audio.vad import speech_segments
-from ..config import Settings, parse_quiet_hours
-from ..errors import AssistantError, InputError
-from ..listening import Heard, Listener, Relabelled
+from ..config import Settings
+from ..errors import AssistantError
+from ..listening import Heard, Listener
 from ..memory import archive
 from ..memory.api import Memory, TreeNode
 from ..memory.forget import ForgetPlan, ForgetReport
 from ..records import (
-    SAMPLE_RATE,
     Answer,
     AudioBlock,
     ForgetFilter,
+    HeardLine,
     MergeSuggestion,
     Reassignment,
+    Relabelled,
     Retrieval,
     Speaker,
     SpeechSegment,
@@ -50,6 +50,9 @@ from ..records import (
     Transcript,
     Utterance,
 )
+from .push_to_talk import PushToTalk
+from .quiet_hours import QuietHours
+from .reload import SettingsReload
 from .spool import Queued, SegmentQueue
 from .writer import Writer
 
@@ -64,68 +67,6 @@ EXPIRY_SECONDS = 3600.0
 SOURCE_RETRY_SECONDS = 5.0
 
 
-@dataclass(frozen=True)
-class HeardEvent:
-    """An utterance filed in the database: what live-transcript subscribers receive."""
-
-    utterance_id: int | None
-    speaker_id: int
-    speaker: str
-    text: str
-    time: float
-
-
-@dataclass(frozen=True)
-class RelabelEvent:
-    """Utterances already sent to subscribers now belong to another speaker (the session's re-clustering)."""
-
-    utterance_ids: tuple[int, ...]
-    speaker_id: int
-    speaker: str
-
-
-TranscriptEvent = HeardEvent | RelabelEvent
-
-
-@dataclass
-class _Recording:
-    """A push-to-talk question being recorded: the blocks the conversation never sees."""
-
-    started: float
-    blocks: list[np.ndarray] = field(default_factory=list)
-    done: threading.Event = field(default_factory=threading.Event)
-    cancelled: bool = False
-    # Kept as blocks arrive: the capture thread checks the length limit at every block, and
-    # summing the blocks there would grow with the recording.
-    samples: int = 0
-
-    def add(self, block: np.ndarray) -> None:
-        self.blocks.append(block)
-        self.samples += len(block)
-
-    @property
-    def seconds(self) -> float:
-        return self.samples / SAMPLE_RATE
-
-    def level(self) -> float | None:
-        """The level of the last tenth of a second recorded; None before the first block."""
-        if not self.blocks:
-            return None
-        # Microphone blocks are 30 ms by default; the last eight cover a tenth of a second at any
-        # block length down to 12.5 ms, without joining the whole recording at every poll.
-        tail = np.concatenate(self.blocks[-8:])[-(SAMPLE_RATE // 10) :]
-        return round(level_dbfs(tail), 1)
-
-
-@dataclass(frozen=True)
-class QuestionState:
-    """A push-to-talk recording as the recording indicator shows it."""
-
-    recording: bool
-    seconds: float
-    level_dbfs: float | None
-
-
 class Daemon:
     def __init__(self, settings: Settings, *, source: str | None = None) -> None:
         self.settings = settings
@@ -135,12 +76,11 @@ class Daemon:
         # Set when a stop begins, before the API closes: open streams end on it.
         self.closing = False
         self.acknowledged = 0
-        self._listeners: list[Callable[[TranscriptEvent], None]] = []
+        self._listeners: list[Callable[[HeardLine | Relabelled], None]] = []
         self._stop = threading.Event()
         self._wake_distiller = threading.Event()
         self._llm_lock = threading.Lock()
         self._stt_lock = threading.Lock()
-        self._recording: _Recording | None = None
         self._threads: list[threading.Thread] = []
         self._heard_until = 0.0
         self._last_heard = time.monotonic()
@@ -151,8 +91,9 @@ class Daemon:
         self._sealed = False
         self._source: AudioSource | None = None
         self._source_description = "microphone" if self.source_spec is None else str(self.source_spec)
-        # Parsed once (and on reload): quiet_now runs for every block of audio.
-        self._quiet_spans = _quiet_spans(settings)
+        self.quiet_hours = QuietHours(settings.daemon.quiet_hours)
+        self.push_to_talk = PushToTalk(microphone=self.source_spec is None, transcribe=self._speech_to_text)
+        self._settings_reload = SettingsReload(self)
         self._paused_flag = settings.paused_flag
         self.paused = self._paused_flag.exists()
 
@@ -220,7 +161,7 @@ class Daemon:
             and all(t.is_alive() or t.name == "capture" for t in self._threads)
         )
 
-    def subscribe(self, callback: Callable[[TranscriptEvent], None]) -> Callable[[], None]:
+    def subscribe(self, callback: Callable[[HeardLine | Relabelled], None]) -> Callable[[], None]:
         """Call `callback` (on the writer thread: it must not block) for each filed utterance, and
         for each group of utterances given to another speaker afterwards."""
         self._listeners.append(callback)
@@ -234,16 +175,9 @@ class Daemon:
             if self._stop.is_set():
                 return
             self._heard_until = block.start + block.duration
-            recording = self._recording
-            if recording is not None:
-                # Past the length limit the question is cut, but the speaker is still talking to
-                # the assistant, not the room: nothing reaches the conversation until they stop.
-                if not recording.done.is_set():
-                    recording.add(block.samples)
-                    if recording.seconds >= self.settings.daemon.max_question_seconds:
-                        recording.done.set()
+            if self.push_to_talk.take(block.samples, self.settings.daemon.max_question_seconds):
                 continue
-            if self.paused or self.quiet_now():
+            if self.paused or self.quiet_hours.now():
                 continue
             yield block
 
@@ -284,8 +218,7 @@ class Daemon:
                 return
             self._transcribing, self._current = True, item
             try:
-                with self._stt_lock:
-                    transcripts = self.listener.transcribe(item.segment)
+                transcripts = self._speech_to_text(item.segment)
                 heard = self.writer.call(self._file, transcripts)
             except Exception:
                 # One bad segment must not stop the daemon from hearing the next.
@@ -304,6 +237,11 @@ class Daemon:
                 self._wake_distiller.set()
             if self._stop.is_set():
                 return
+
+    def _speech_to_text(self, segment: SpeechSegment) -> list[Transcript]:
+        # One transcription at a time: the conversation's segments and push-to-talk questions share the model.
+        with self._stt_lock:
+            return self.listener.transcribe(segment)
 
     def _seal(self) -> Queued | None:
         """(Writer thread.) File nothing more; the segment being transcribed, if any, is the stop's to keep."""
@@ -326,28 +264,17 @@ class Daemon:
         for h in heard:
             self.acknowledged += 1
             u = h.utterance
-            self._tell(HeardEvent(u.id, h.speaker_id, u.speaker, u.text, u.time))
+            self._tell(HeardLine(u.id, h.speaker_id, u.speaker, u.text, u.time))
         for r in relabels:
-            self._tell(RelabelEvent(r.utterance_ids, r.speaker_id, r.speaker))
+            self._tell(Relabelled(r.utterance_ids, r.speaker_id, r.speaker))
         return heard
 
-    def _tell(self, event: TranscriptEvent) -> None:
+    def _tell(self, event: HeardLine | Relabelled) -> None:
         for callback in list(self._listeners):
             try:
                 callback(event)
             except Exception:
                 log.exception("a live-transcript subscriber failed")
-
-    def quiet_now(self) -> bool:
-        """Inside one of daemon.quiet_hours (local time), when it never listens."""
-        if not self._quiet_spans:
-            return False
-        now = datetime.now()
-        minute = now.hour * 60 + now.minute
-        return any(
-            (start <= minute < end) if start <= end else (minute >= start or minute < end)
-            for start, end in self._quiet_spans
-        )
 
     def _idle(self) -> bool:
         """Nothing heard is waiting to be transcribed or filed."""
@@ -412,7 +339,7 @@ class Daemon:
                 "llm": self.memory.llm.device,
             },
             uptime_seconds=round(time.time() - self.started, 1),
-            push_to_talk=self._recording is not None,
+            push_to_talk=self.push_to_talk.recording,
         )
 
     def _shown_state(self) -> str:
@@ -420,7 +347,7 @@ class Daemon:
             return self.state
         if self.paused:
             return "paused"
-        if self.quiet_now() and self.state == "listening":
+        if self.quiet_hours.now() and self.state == "listening":
             return "quiet hours"
         if self.state == "listening" and self._source_problem():
             return "source lost"
@@ -483,10 +410,10 @@ class Daemon:
     ) -> list[Utterance]:
         return self.writer.call(self.memory.transcript, since, until, speaker, limit)
 
-    def recent_heard(self, limit: int) -> list[HeardEvent]:
+    def recent_heard(self, limit: int) -> list[HeardLine]:
         """The newest `limit` stored utterances as the live transcript sends them (a client catching up)."""
         recent = self.writer.call(self.memory.recent_utterances, limit)
-        return [HeardEvent(u.id, sid, u.speaker, u.text, u.time) for sid, u in recent]
+        return [HeardLine(u.id, sid, u.speaker, u.text, u.time) for sid, u in recent]
 
     def merge_suggestions(self) -> list[MergeSuggestion]:
         return self.writer.call(self.memory.merge_suggestions)
@@ -517,7 +444,7 @@ class Daemon:
             self.listener.pin(ids)
             self.listener.reload_voices()
             if result.moved:
-                self._tell(RelabelEvent(result.moved, result.speaker.id, result.speaker.name))
+                self._tell(Relabelled(result.moved, result.speaker.id, result.speaker.name))
             return result
 
         return self.writer.call(change)
@@ -578,77 +505,8 @@ class Daemon:
         self._wake_distiller.set()
         return report
 
-    # --- push-to-talk ------------------------------------------------------------------------
-
-    def start_question(self) -> None:
-        if self.source_spec is not None:
-            raise InputError("push-to-talk needs the microphone; this daemon listens to a file")
-        if self._recording is not None and not self._recording.done.is_set():
-            raise InputError("push-to-talk is already recording")
-        self._recording = _Recording(time.time())
-
-    def question_state(self) -> QuestionState:
-        recording = self._recording
-        if recording is None:
-            return QuestionState(recording=False, seconds=0.0, level_dbfs=None)
-        return QuestionState(recording=True, seconds=round(recording.seconds, 2), level_dbfs=recording.level())
-
-    def cancel_question(self) -> None:
-        recording, self._recording = self._recording, None
-        if recording is None:
-            raise InputError("push-to-talk is not recording")
-        recording.cancelled = True
-        recording.done.set()
-
-    def stop_question(self) -> str:
-        """End the recording and return what was said; nothing of it is stored."""
-        recording = self._recording
-        if recording is None:
-            raise InputError("push-to-talk is not recording")
-        recording.done.set()
-        self._recording = None
-        if not recording.blocks:
-            raise InputError("push-to-talk heard nothing")
-        samples = np.concatenate(recording.blocks).astype(np.float32) / 32768.0
-        segment = SpeechSegment(samples, recording.started, recording.started + len(samples) / SAMPLE_RATE)
-        with self._stt_lock:
-            transcripts = self.listener.transcribe(segment)
-        text = " ".join(t.text.strip() for t in transcripts).strip()
-        if not text:
-            raise InputError("push-to-talk heard no words")
-        return text
-
     # --- configuration -----------------------------------------------------------------------
 
     def reload(self, settings: Settings) -> list[str]:
         """Apply a re-read configuration; returns the changes that need a restart to take effect."""
-        old = self.settings
-        needs_restart = [
-            key
-            for key, a, b in (
-                ("models", old.models, settings.models),
-                ("paths", old.paths, settings.paths),
-                ("llm", old.llm, settings.llm),
-                ("daemon.socket", old.daemon.socket, settings.daemon.socket),
-                ("daemon.tcp", old.daemon.tcp, settings.daemon.tcp),
-                ("audio", old.audio, settings.audio),
-                ("vad", old.vad, settings.vad),
-            )
-            if a != b
-        ]
-
-        def apply() -> None:
-            self.memory.settings = settings
-            self.memory.engine.options = settings.memory
-            self.listener.transcriber.options = settings.stt
-            self.listener.diarizer.options = settings.diarization
-
-        self.writer.call(apply)
-        self._quiet_spans = _quiet_spans(settings)
-        self.settings = replace(settings, daemon=replace(settings.daemon, socket=old.daemon.socket, tcp=old.daemon.tcp))
-        return needs_restart
-
-
-def _quiet_spans(settings: Settings) -> list[tuple[int, int]]:
-    # The config loader has checked every span, so none is None here.
-    return [span for text in settings.daemon.quiet_hours if (span := parse_quiet_hours(text)) is not None]
+        return self._settings_reload.apply(settings)

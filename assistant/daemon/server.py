@@ -14,16 +14,17 @@ import socket
 import stat
 import threading
 from collections.abc import Callable, Generator
+from functools import partial
 from pathlib import Path
 
 import uvicorn
 
 from ..config import load_settings
-from ..errors import ConfigError
 from . import systemd
 from .api import create_app, wrap
 from .daemon import Daemon
 from .instance import DaemonError, socket_path, take_lock
+from .reload import reload_config_file
 
 log = logging.getLogger(__name__)
 
@@ -119,22 +120,11 @@ def serve(config_file: Path | None, *, source: str | None = None, overrides: dic
             sockets.append(bind_tcp(settings.daemon.tcp.port))
         daemon.start()
 
-        def reload_config() -> None:
-            systemd.reloading()
-            try:
-                fresh = load_settings(config_file, overrides=overrides)
-                pending = daemon.reload(fresh)
-            except ConfigError as exc:
-                log.error("config not reloaded, the old one stays: %s", exc)
-            else:
-                log.info("config reloaded%s", f"; restart to apply {', '.join(pending)}" if pending else "")
-            systemd.ready("listening")
-
         app = wrap(create_app(daemon), daemon)
         config = uvicorn.Config(
             app, log_config=None, access_log=False, timeout_graceful_shutdown=GRACEFUL_SECONDS, lifespan="off"
         )
-        server = _Server(config, daemon, reload_config)
+        server = _Server(config, daemon, partial(reload_config_file, daemon, config_file, overrides))
         log.info("API on %s%s", path, f" and 127.0.0.1:{settings.daemon.tcp.port}" if len(sockets) > 1 else "")
         systemd.ready(f"listening on {daemon.status().source}")
         with systemd.Watchdog(daemon.healthy):

@@ -253,6 +253,8 @@ def read_document(path: Path) -> dict[str, Any]:
         raw = path.read_bytes()
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.strerror}") from None
+    except ValueError:  # a path no file can have (a NUL byte, from the API)
+        raise InputError(f"{str(path)!r}: not a file name") from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

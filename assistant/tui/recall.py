@@ -18,9 +18,8 @@ from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import Input, Label, Select
 
-from ..zones import check_window, parse_when
 from ..errors import InputError
-from ..zones import local_zone
+from ..zones import check_window, local_zone, parse_when
 
 HINT = "ctrl+l limit"
 TIME_TIP = (

@@ -1,0 +1,77 @@
+"""/speakers: the voices heard, naming and merging them, and correcting who said what."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+from starlette.concurrency import run_in_threadpool
+
+from ...records import Evidence, MergeSuggestion, Reassignment, Speaker, Utterance
+from ...wire import to_json
+from ..requests import Reassign, SpeakerMerge, SpeakerName
+from ..schema import model_of
+from .shared import ERRORS, DaemonDep
+
+router = APIRouter()
+
+
+@router.get("/speakers", response_model=list[model_of(Speaker)], summary="Voices heard, with how much each said")
+async def speakers(daemon: DaemonDep) -> Any:
+    return to_json(await run_in_threadpool(daemon.speakers))
+
+
+@router.get(
+    "/speakers/suggestions",
+    response_model=list[model_of(MergeSuggestion)],
+    summary="Speakers whose voices sound alike: perhaps one person heard as two (merge them if so)",
+)
+async def merge_suggestions(daemon: DaemonDep) -> Any:
+    return to_json(await run_in_threadpool(daemon.merge_suggestions))
+
+
+@router.get(
+    "/speakers/{key}/utterances",
+    response_model=list[model_of(Evidence)],
+    summary="A voice's last utterances, oldest first: who is this, before naming them",
+    responses=ERRORS,
+)
+async def speaker_lines(key: str, daemon: DaemonDep, limit: Annotated[int, Query(ge=1, le=500)] = 20) -> Any:
+    return lines(await run_in_threadpool(daemon.speaker_lines, key, limit))
+
+
+@router.post(
+    "/speakers/{key}/name",
+    response_model=model_of(Speaker),
+    summary="Name a voice; its transcript and memory are relabelled",
+    responses=ERRORS,
+)
+async def name_speaker(key: str, body: SpeakerName, daemon: DaemonDep) -> Any:
+    return to_json(await run_in_threadpool(daemon.rename_speaker, key, body.name))
+
+
+@router.post(
+    "/speakers/merge",
+    response_model=model_of(Speaker),
+    summary="Two labels are one voice: merge them",
+    responses=ERRORS,
+)
+async def merge_speakers(body: SpeakerMerge, daemon: DaemonDep) -> Any:
+    return to_json(await run_in_threadpool(daemon.merge_speakers, body.keep, body.other))
+
+
+@router.post(
+    "/utterances/reassign",
+    response_model=model_of(Reassignment),
+    summary="Correct who said what: utterances (by id or time range) go to another speaker, with their memory",
+    responses=ERRORS,
+)
+async def reassign(body: Reassign, daemon: DaemonDep) -> Any:
+    window = body.limits(daemon.settings.zone)
+    done = await run_in_threadpool(daemon.reassign, body.to, body.utterance_ids, new_speaker=body.new_speaker, **window)
+    return to_json(done)
+
+
+def lines(found: list[Utterance]) -> Any:
+    """Stored utterances as the API lists them: as evidence is cited, with the utterance's id."""
+    return to_json([Evidence(u.id or 0, u.speaker, u.time, u.text) for u in found])
