@@ -8,6 +8,7 @@ same wrong input with the same words. The clients' method lists are checked agai
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from pathlib import Path
 
@@ -22,17 +23,22 @@ from assistant.records import (
     Answer,
     Evidence,
     ForgetFilter,
+    ForgetOutcome,
+    ImportReport,
     Level,
     MemoryNode,
+    MergeSuggestion,
+    Reassignment,
     RecallFilter,
     SearchResult,
     Selection,
     Speaker,
+    Status,
     Utterance,
 )
 from assistant.service import AsyncMemoryService, MemoryService
 from assistant.transcripts import read_conversations
-from assistant.wire import from_json, to_json
+from assistant.wire import from_json, on_wire, to_json
 
 from .audio_helpers import silence
 from .daemon_helpers import DaemonProcess, daemon_config, kill_leftovers, running
@@ -178,3 +184,34 @@ def test_an_answer_through_the_daemon_is_the_record_the_local_memory_gives(both)
     assert isinstance(answer, Answer) and all(isinstance(piece, str) for piece in items[:-1])
     assert answer.filter == RecallFilter(speaker="Alex")
     assert all(isinstance(e, Evidence) and e.speaker == "Alex" for e in answer.evidence)
+
+
+# Each JSON reply of the API, and the record its clients read it into.
+REPLIES = {
+    ("/status", "get"): Status,
+    ("/pause", "post"): Status,
+    ("/search", "post"): SearchResult,
+    ("/transcript", "get"): Evidence,
+    ("/speakers", "get"): Speaker,
+    ("/speakers/suggestions", "get"): MergeSuggestion,
+    ("/speakers/{key}/utterances", "get"): Evidence,
+    ("/speakers/{key}/name", "post"): Speaker,
+    ("/speakers/merge", "post"): Speaker,
+    ("/utterances/reassign", "post"): Reassignment,
+    ("/memory", "get"): MemoryNode,
+    ("/import", "post"): ImportReport,
+    ("/forget", "post"): ForgetOutcome,
+}
+
+
+def test_the_openapi_description_is_made_from_the_records_the_clients_read():
+    from assistant.daemon.api import create_app
+
+    schema = create_app(None).openapi()  # type: ignore[arg-type]  # describing it runs no route
+    defs = schema["components"]["schemas"]
+    for (path, method), record in REPLIES.items():
+        reply = schema["paths"][path][method]["responses"]["200"]["content"]["application/json"]["schema"]
+        ref = (reply.get("items") or reply)["$ref"].rsplit("/", 1)[-1]
+        assert ref == record.__name__, (path, ref)
+        wire = [f.name for f in dataclasses.fields(record) if on_wire(f)]
+        assert list(defs[ref]["properties"]) == wire, (path, record.__name__)

@@ -23,6 +23,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +53,7 @@ from ..records import (
 )
 from .push_to_talk import PushToTalk
 from .quiet_hours import QuietHours
-from .reload import SettingsReload
+from .reload import needs_restart
 from .spool import Queued, SegmentQueue
 from .writer import Writer
 
@@ -93,7 +94,6 @@ class Daemon:
         self._source_description = "microphone" if self.source_spec is None else str(self.source_spec)
         self.quiet_hours = QuietHours(settings.daemon.quiet_hours)
         self.push_to_talk = PushToTalk(microphone=self.source_spec is None, transcribe=self._speech_to_text)
-        self._settings_reload = SettingsReload(self)
         self._paused_flag = settings.paused_flag
         self.paused = self._paused_flag.exists()
 
@@ -509,4 +509,19 @@ class Daemon:
 
     def reload(self, settings: Settings) -> list[str]:
         """Apply a re-read configuration; returns the changes that need a restart to take effect."""
-        return self._settings_reload.apply(settings)
+        old = self.settings
+        pending = needs_restart(old, settings)
+
+        def apply_to_memory() -> None:
+            # On the writer: it is the only thread that touches the memory.
+            self.memory.settings = settings
+            self.memory.engine.options = settings.memory
+            self.listener.transcriber.options = settings.stt
+            self.listener.diarizer.options = settings.diarization
+
+        self.writer.call(apply_to_memory)
+        self.quiet_hours.set(settings.daemon.quiet_hours)
+        # The sockets stay bound where they are, so the settings keep saying where that is.
+        bound = replace(settings.daemon, socket=old.daemon.socket, tcp=old.daemon.tcp)
+        self.settings = replace(settings, daemon=bound)
+        return pending

@@ -124,7 +124,7 @@ def serve(config_file: Path | None, *, source: str | None = None, overrides: dic
         config = uvicorn.Config(
             app, log_config=None, access_log=False, timeout_graceful_shutdown=GRACEFUL_SECONDS, lifespan="off"
         )
-        server = _Server(config, daemon, partial(reload_config_file, daemon, config_file, overrides))
+        server = _Server(config, daemon, partial(reload_config_file, daemon.reload, config_file, overrides))
         log.info("API on %s%s", path, f" and 127.0.0.1:{settings.daemon.tcp.port}" if len(sockets) > 1 else "")
         systemd.ready(f"listening on {daemon.status().source}")
         with systemd.Watchdog(daemon.healthy):

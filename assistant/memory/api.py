@@ -629,9 +629,7 @@ class Memory:
         return [build(n) for n in children.get(None, [])]
 
     def stats(self) -> MemoryStats:
-        counts = {lvl: 0 for lvl in Level}
-        for row in self.store.db.all("SELECT level, count(*) FROM nodes GROUP BY level"):
-            counts[Level(row[0])] = row[1]
+        counts = self.store.node_counts()
         return MemoryStats(
             tokens=self.store.total_tokens(),
             token_budget=self.settings.memory.budget.token_budget,

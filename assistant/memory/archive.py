@@ -28,6 +28,8 @@ import numpy as np
 
 from ..errors import ConfigError, InputError
 from ..records import ImportReport, Level, Selection, Utterance
+from ..store import archive_rows
+from ..store.archive_rows import NodeRow, SpeakerRow, UtteranceRow
 from ..store.store import Store, utterance_digest
 from ..zones import local_zone
 
@@ -51,24 +53,9 @@ def build_document(
     """The export as a JSON-ready dict (with its checksum)."""
     selection = selection or Selection()
     db = store.db
-    where, params = ["1=1"], []
-    if selection.since is not None:
-        where.append("u.time >= ?")
-        params.append(selection.since)
-    if selection.until is not None:
-        where.append("u.time < ?")
-        params.append(selection.until)
-    if selection.speaker is not None:
-        where.append("(s.name = ? OR CAST(s.id AS TEXT) = ?)")
-        params += [selection.speaker, selection.speaker]
     utterances = [
-        {"id": r[0], "speaker_id": r[1], "text": r[2], "time": r[3], "created": r[4]}
-        for r in db.all(
-            "SELECT u.id, u.speaker_id, u.text, u.time, u.created "
-            "FROM utterances u JOIN speakers s ON s.id = u.speaker_id "
-            f"WHERE {' AND '.join(where)} ORDER BY u.id",
-            tuple(params),
-        )
+        {"id": r.id, "speaker_id": r.speaker_id, "text": r.text, "time": r.time, "created": r.created}
+        for r in archive_rows.utterances(db, selection.since, selection.until, selection.speaker)
     ]
     if progress:
         progress(len(utterances))
@@ -76,39 +63,35 @@ def build_document(
     speaker_ids = {u["speaker_id"] for u in utterances}
     speakers = [
         {
-            "id": r[0],
-            "name": r[1],
-            "created": r[2],
-            "voice": _voice(r[3]),
-            "speech_seconds": r[4],
-            "enrolled": bool(r[5]),
+            "id": r.id,
+            "name": r.name,
+            "created": r.created,
+            "voice": _voice(r.voice),
+            "speech_seconds": r.speech_seconds,
+            "enrolled": r.enrolled,
         }
-        for r in db.all("SELECT id, name, created, voice, speech_seconds, enrolled FROM speakers ORDER BY id")
-        if selection.everything or r[0] in speaker_ids
+        for r in archive_rows.speakers(db)
+        if selection.everything or r.id in speaker_ids
     ]
     sources: dict[int, list[int]] = {}
-    for node_id, uid in db.all("SELECT node_id, utterance_id FROM node_sources ORDER BY node_id, utterance_id"):
+    for node_id, uid in store.source_links():
         sources.setdefault(node_id, []).append(uid)
-    rows = db.all(
-        "SELECT id, level, parent_id, text, tokens, frequency, last_access, created, start_time, end_time, relation "
-        "FROM nodes ORDER BY id"
-    )
     nodes = [
         {
-            "id": r[0],
-            "level": r[1],
-            "parent_id": r[2],
-            "text": r[3],
-            "tokens": r[4],
-            "frequency": r[5],
-            "last_access": r[6],
-            "created": r[7],
-            "start_time": r[8],
-            "end_time": r[9],
-            "relation": r[10],
-            "sources": [u for u in sources.get(r[0], []) if u in kept],
+            "id": r.id,
+            "level": r.level,
+            "parent_id": r.parent_id,
+            "text": r.text,
+            "tokens": r.tokens,
+            "frequency": r.frequency,
+            "last_access": r.last_access,
+            "created": r.created,
+            "start_time": r.start_time,
+            "end_time": r.end_time,
+            "relation": r.relation,
+            "sources": [u for u in sources.get(r.id, []) if u in kept],
         }
-        for r in rows
+        for r in archive_rows.nodes(db)
     ]
     if not selection.everything:
         # A partial export keeps the branches that rest on the chosen speech, with their ancestors.
@@ -121,20 +104,16 @@ def build_document(
         nodes = [n for n in nodes if n["id"] in wanted]
     if progress:
         progress(len(nodes))
-    stsb = db.all("SELECT utterance_id, is_context FROM stsb ORDER BY position")
-    pending = []
-    for block_id, created in db.all("SELECT id, created FROM pending_blocks ORDER BY id"):
-        members = db.all(
-            "SELECT utterance_id, is_context FROM pending_utterances WHERE block_id = ? ORDER BY position", (block_id,)
-        )
-        pending.append(
-            {
-                "id": block_id,
-                "created": created,
-                "utterances": [u for u, c in members if not c and u in kept],
-                "context": [u for u, c in members if c and u in kept],
-            }
-        )
+    stsb = archive_rows.sensing_buffer(db)
+    pending = [
+        {
+            "id": block.id,
+            "created": block.created,
+            "utterances": [u for u, c in block.members if not c and u in kept],
+            "context": [u for u, c in block.members if c and u in kept],
+        }
+        for block in archive_rows.pending(db)
+    ]
     doc: dict[str, Any] = {
         "format": FORMAT,
         "schema": SCHEMA,
@@ -336,10 +315,7 @@ def _check_shape(path: Path, doc: dict[str, Any]) -> None:
 
 
 def store_is_empty(store: Store) -> bool:
-    db = store.db
-    return not any(
-        db.scalar(f"SELECT count(*) FROM {t}") for t in ("speakers", "utterances", "nodes", "pending_blocks")
-    )
+    return archive_rows.is_empty(store.db)
 
 
 def import_document(
@@ -368,90 +344,74 @@ def import_document(
     with store.atomic():
         for s in doc["speakers"]:
             voice = base64.b64decode(s["voice"]) if s.get("voice") else None
-            existing = db.one("SELECT id, voice FROM speakers WHERE name = ?", (s["name"],))
+            existing = archive_rows.speaker_named(db, s["name"])
             if existing is not None:
-                speaker_map[s["id"]] = existing[0]
-                if existing[1] is None and voice is not None:
-                    db.execute(
-                        "UPDATE speakers SET voice = ?, speech_seconds = ?, enrolled = ? WHERE id = ?",
-                        (voice, s["speech_seconds"], int(bool(s.get("enrolled"))), existing[0]),
-                    )
+                existing_id, has_voice = existing
+                speaker_map[s["id"]] = existing_id
+                if not has_voice and voice is not None:
+                    archive_rows.give_voice(db, existing_id, voice, s["speech_seconds"], bool(s.get("enrolled")))
                 continue
-            speaker_map[s["id"]] = int(
-                db.execute(
-                    "INSERT INTO speakers (id, name, created, voice, speech_seconds, enrolled) "
-                    "VALUES (?, ?, ?, ?, ?, ?)",
-                    (
-                        s["id"] if restore else None,
-                        s["name"],
-                        s["created"],
-                        voice,
-                        s["speech_seconds"],
-                        int(bool(s.get("enrolled"))),
-                    ),
-                ).lastrowid
+            speaker_map[s["id"]] = archive_rows.insert_speaker(
+                db,
+                SpeakerRow(
+                    s["id"] if restore else None,
+                    s["name"],
+                    s["created"],
+                    voice,
+                    s["speech_seconds"],
+                    bool(s.get("enrolled")),
+                ),
             )
         for i, u in enumerate(utterances):
             speaker = names[u["speaker_id"]]
             digest = utterance_digest(Utterance(speaker, u["text"], u["time"]))
-            found = db.one("SELECT id FROM utterances WHERE digest = ?", (digest,))
+            found = archive_rows.utterance_with_digest(db, digest)
             if found is not None:
-                utterance_map[u["id"]] = found[0]
+                utterance_map[u["id"]] = found
                 duplicates += 1
                 continue
-            new_id = int(
-                db.execute(
-                    "INSERT INTO utterances (id, speaker_id, text, time, created, digest) VALUES (?, ?, ?, ?, ?, ?)",
-                    (
-                        u["id"] if restore else None,
-                        speaker_map[u["speaker_id"]],
-                        u["text"],
-                        u["time"],
-                        u["created"],
-                        digest,
-                    ),
-                ).lastrowid
-            )
-            utterance_map[u["id"]] = new_id
             assert u_vectors is not None
-            db.execute(
-                "INSERT INTO utterance_vectors (utterance_id, embedding) VALUES (?, ?)", (new_id, _blob(u_vectors[i]))
+            utterance_map[u["id"]] = archive_rows.insert_utterance(
+                db,
+                UtteranceRow(
+                    u["id"] if restore else None,
+                    speaker_map[u["speaker_id"]],
+                    u["text"],
+                    u["time"],
+                    u["created"],
+                ),
+                digest,
+                u_vectors[i],
             )
         added_nodes = 0
         for i, n in enumerate(nodes):  # parents come before children: ids grow down the tree
             parent = node_map.get(n["parent_id"]) if n["parent_id"] is not None else None
             if not restore:
-                same = db.one(
-                    "SELECT id FROM nodes WHERE level = ? AND text = ? AND parent_id IS ?",
-                    (n["level"], n["text"], parent),
-                )
+                same = archive_rows.same_node(db, n["level"], n["text"], parent)
                 if same is not None:
-                    node_map[n["id"]] = same[0]
-                    store.add_sources(same[0], [utterance_map[s] for s in n["sources"]])
+                    node_map[n["id"]] = same
+                    store.add_sources(same, [utterance_map[s] for s in n["sources"]])
                     continue
-            new_id = int(
-                db.execute(
-                    "INSERT INTO nodes (id, level, parent_id, text, tokens, frequency, last_access, created, "
-                    "start_time, end_time, relation) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        n["id"] if restore else None,
-                        n["level"],
-                        parent,
-                        n["text"],
-                        # Counted in this assistant's tokenizer: the budget is measured in it.
-                        max(1, count_tokens(n["text"])),
-                        n["frequency"],
-                        n["last_access"],
-                        n["created"],
-                        n.get("start_time"),
-                        n.get("end_time"),
-                        n.get("relation"),
-                    ),
-                ).lastrowid
+            assert n_vectors is not None
+            new_id = archive_rows.insert_node(
+                db,
+                NodeRow(
+                    n["id"] if restore else None,
+                    n["level"],
+                    parent,
+                    n["text"],
+                    # Counted in this assistant's tokenizer: the budget is measured in it.
+                    max(1, count_tokens(n["text"])),
+                    n["frequency"],
+                    n["last_access"],
+                    n["created"],
+                    n.get("start_time"),
+                    n.get("end_time"),
+                    n.get("relation"),
+                ),
+                n_vectors[i],
             )
             node_map[n["id"]] = new_id
-            assert n_vectors is not None
-            db.execute("INSERT INTO node_vectors (node_id, embedding) VALUES (?, ?)", (new_id, _blob(n_vectors[i])))
             store.add_sources(new_id, [utterance_map[s] for s in n["sources"]])
             added_nodes += 1
         buffer = doc.get("sensing_buffer", {})
@@ -462,12 +422,8 @@ def import_document(
                 [by_id[utterance_map[u]] for u in buffer.get("context", [])],
             )
             for p in doc.get("pending", []):
-                db.execute("INSERT INTO pending_blocks (id, created) VALUES (?, ?)", (p["id"], p["created"]))
                 members = [(u, 1) for u in p["context"]] + [(u, 0) for u in p["utterances"]]
-                db.executemany(
-                    "INSERT INTO pending_utterances (block_id, position, utterance_id, is_context) VALUES (?, ?, ?, ?)",
-                    [(p["id"], i, utterance_map[u], c) for i, (u, c) in enumerate(members)],
-                )
+                archive_rows.insert_pending(db, p["id"], p["created"], [(utterance_map[u], c) for u, c in members])
         else:
             # Speech the file had not yet filed is filed here: it becomes pending, to be distilled.
             fresh = [u for u in buffer.get("buffer", []) if u in utterance_map] + [
@@ -494,7 +450,3 @@ def import_document(
         added_nodes,
         _time.perf_counter() - started,
     )
-
-
-def _blob(vector: np.ndarray) -> bytes:
-    return np.asarray(vector, dtype=np.float32).tobytes()

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..records import ForgetFilter, ForgetOutcome, Level
+from ..store import forgetting
 from ..store.store import Store
 from .speakers import find as find_speaker
 
@@ -43,35 +44,27 @@ def plan(store: Store, f: ForgetFilter) -> ForgetPlan:
     f.check()
     db = store.db
     if f.everything:
-        utterances = [r[0] for r in db.all("SELECT id FROM utterances ORDER BY id")]
-        nodes = [r[0] for r in db.all("SELECT id FROM nodes ORDER BY id")]
-        speakers = [r[0] for r in db.all("SELECT id FROM speakers ORDER BY id")]
-        examples = [r[0] for r in db.all("SELECT text FROM utterances ORDER BY time DESC LIMIT ?", (EXAMPLES,))]
-        return ForgetPlan(tuple(utterances), tuple(nodes), (), (), tuple(speakers), tuple(examples))
+        return ForgetPlan(
+            tuple(forgetting.every_id(db, "utterances")),
+            tuple(forgetting.every_id(db, "nodes")),
+            (),
+            (),
+            tuple(forgetting.every_id(db, "speakers")),
+            tuple(forgetting.newest_texts(db, EXAMPLES)),
+        )
 
-    where, params, speaker_id = [], [], None
-    if f.speaker is not None:
-        speaker_id = find_speaker(store, f.speaker).id
-        where.append("u.speaker_id = ?")
-        params.append(speaker_id)
-    if f.since is not None:
-        where.append("u.time >= ?")
-        params.append(f.since)
-    if f.until is not None:
-        where.append("u.time < ?")
-        params.append(f.until)
-    if f.text is not None:
-        where.append("instr(lower(u.text), lower(?)) > 0")
-        params.append(f.text.strip())
-    rows = db.all(
-        "SELECT u.id, s.name || ': ' || u.text FROM utterances u JOIN speakers s ON s.id = u.speaker_id "
-        f"WHERE {' AND '.join(where)} ORDER BY u.time, u.id",
-        tuple(params),
+    speaker_id = find_speaker(store, f.speaker).id if f.speaker is not None else None
+    rows = forgetting.matching_lines(
+        db,
+        since=f.since,
+        until=f.until,
+        speaker_id=speaker_id,
+        text=f.text.strip() if f.text is not None else None,
     )
     gone = {r[0] for r in rows}
 
     sources: dict[int, set[int]] = {}
-    for node_id, uid in db.all("SELECT node_id, utterance_id FROM node_sources"):
+    for node_id, uid in store.source_links():
         sources.setdefault(node_id, set()).add(uid)
     all_nodes = {n.id: n for n in store.nodes()}
     children: dict[int, list[int]] = {}
@@ -145,20 +138,14 @@ def apply(store: Store, f: ForgetFilter, p: ForgetPlan) -> ForgetReport:
     db = store.db
     with store.atomic():
         if f.everything:
-            for table in ("stsb", "pending_utterances", "pending_blocks", "node_sources", "nodes", "utterances"):
-                db.execute(f"DELETE FROM {table}")
-            db.execute("DELETE FROM speakers")
+            forgetting.delete_everything(db)
         else:
             # Speech to be distilled again is kept apart first: its events go below.
             refile = store.utterances(p.refiled_utterances)
-            for node_id in sorted(p.nodes, reverse=True):  # units before events before scenes
-                db.execute("DELETE FROM nodes WHERE id = ?", (node_id,))
-            db.executemany("DELETE FROM utterances WHERE id = ?", [(u,) for u in p.utterances])
+            forgetting.delete_nodes(db, sorted(p.nodes, reverse=True))  # units before events before scenes
+            forgetting.delete_utterances(db, p.utterances)
             # Pending blocks that held only forgotten speech are now empty.
-            db.execute(
-                "DELETE FROM pending_blocks WHERE id NOT IN "
-                "(SELECT block_id FROM pending_utterances WHERE is_context = 0)"
-            )
+            forgetting.drop_emptied_pending_blocks(db)
             if refile:
                 store.add_pending(sorted(refile, key=lambda u: (u.time, u.id or 0)), [])
             for speaker_id in p.speakers:
@@ -190,12 +177,9 @@ def _audit_detail(f: ForgetFilter, p: ForgetPlan) -> dict[str, object]:
 
 def scrub(store: Store) -> None:
     """Leave no deleted content in the file or its write-ahead log (secure_delete is on)."""
-    db = store.db
     # FTS5 deletes only mark a line's index entries as gone; merging the index drops them.
     store.optimize_lexical_index()
-    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    db.execute("VACUUM")
-    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    forgetting.vacuum(store.db)
 
 
 def expire(store: Store, days: float, now: float) -> int:
@@ -206,20 +190,13 @@ def expire(store: Store, days: float, now: float) -> int:
     cutoff = now - days * 86_400
     db = store.db
     with store.atomic():
-        ids = [
-            r[0]
-            for r in db.all(
-                "SELECT id FROM utterances WHERE time < ? AND id NOT IN (SELECT utterance_id FROM stsb) "
-                "AND id NOT IN (SELECT utterance_id FROM pending_utterances)",
-                (cutoff,),
-            )
-        ]
-        db.executemany("DELETE FROM utterances WHERE id = ?", [(u,) for u in ids])
+        ids = forgetting.expired_ids(db, cutoff)
+        forgetting.delete_utterances(db, ids)
         if ids:
             store.audit("expire", {"utterances": len(ids), "days": days})
     if ids:
         store.optimize_lexical_index()
-        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        forgetting.checkpoint(db)
     return len(ids)
 
 

@@ -22,6 +22,7 @@ from ..records import Block, Evidence, Level, Node, RecallFilter, Speaker, Utter
 from .db import Database
 from .migrations import migrate
 from .vectors import VectorIndex, as_blob, ensure_vector_tables, from_blob
+from .window import recall_window, utterance_window
 
 # A node and everything under it, as the table `sub(id)`.
 _SUBTREE = "WITH RECURSIVE sub(id) AS (SELECT ? UNION ALL SELECT n.id FROM nodes n JOIN sub ON n.parent_id = sub.id) "
@@ -46,23 +47,6 @@ def _node(row: Any) -> Node:
 
 def _utterance(row: Any) -> Utterance:
     return Utterance(speaker=row["speaker"], text=row["text"], time=row["time"], id=row["id"])
-
-
-def _window_sql(window: RecallFilter | None) -> tuple[str, tuple[object, ...]]:
-    """SQL conditions (on `u` utterances and `s` speakers) for a recall filter."""
-    if window is None:
-        return "", ()
-    where, params = [], []
-    if window.since is not None:
-        where.append(" AND u.time >= ?")
-        params.append(window.since)
-    if window.until is not None:
-        where.append(" AND u.time < ?")
-        params.append(window.until)
-    if window.speaker is not None:
-        where.append(" AND s.name = ? COLLATE NOCASE")
-        params.append(window.speaker)
-    return "".join(where), tuple(params)
 
 
 def utterance_digest(u: Utterance) -> str:
@@ -194,9 +178,8 @@ class Store:
 
     def move_utterances(self, from_id: int, to_id: int) -> int:
         """Give one speaker's utterances to another; an utterance the other already has is dropped."""
-        moved = self.db.execute("UPDATE utterances SET speaker_id = ? WHERE speaker_id = ?", (to_id, from_id)).rowcount
-        self._redigest(to_id)
-        return int(moved)
+        everything_said = self.utterance_ids_between(None, None, from_id)
+        return self.move_utterance_ids(everything_said, to_id).get(from_id, 0)
 
     def move_utterance_ids(self, utterance_ids: Sequence[int], to_id: int) -> dict[int, int]:
         """Give these utterances to another speaker; how many moved from each former speaker."""
@@ -220,17 +203,8 @@ class Store:
 
     def utterance_ids_between(self, since: float | None, until: float | None, speaker_id: int | None) -> list[int]:
         """Utterances said from `since` (inclusive) to `until` (exclusive), by one speaker if given."""
-        where, params = ["1=1"], []
-        if since is not None:
-            where.append("time >= ?")
-            params.append(since)
-        if until is not None:
-            where.append("time < ?")
-            params.append(until)
-        if speaker_id is not None:
-            where.append("speaker_id = ?")
-            params.append(speaker_id)
-        rows = self.db.all(f"SELECT id FROM utterances WHERE {' AND '.join(where)} ORDER BY time, id", tuple(params))
+        where = utterance_window(since, until, speaker_id=speaker_id)
+        rows = self.db.all(f"SELECT u.id FROM utterances u WHERE 1{where.sql} ORDER BY u.time, u.id", where.params)
         return [int(r[0]) for r in rows]
 
     def last_utterances(
@@ -238,16 +212,11 @@ class Store:
     ) -> list[tuple[int, Utterance]]:
         """The newest `limit` utterances (of one speaker, in [since, until), if given), oldest first,
         with their speaker's id."""
-        where, params = ["1=1"], []
-        for clause, value in (("u.speaker_id = ?", speaker_id), ("u.time >= ?", since), ("u.time < ?", until)):
-            if value is not None:
-                where.append(clause)
-                params.append(value)
+        where = utterance_window(since, until, speaker_id=speaker_id)
         rows = self.db.all(
             "SELECT u.id, u.speaker_id, s.name AS speaker, u.text, u.time FROM utterances u "
-            f"JOIN speakers s ON s.id = u.speaker_id WHERE {' AND '.join(where)} "
-            "ORDER BY u.time DESC, u.id DESC LIMIT ?",
-            (*params, limit),
+            f"JOIN speakers s ON s.id = u.speaker_id WHERE 1{where.sql} ORDER BY u.time DESC, u.id DESC LIMIT ?",
+            (*where.params, limit),
         )
         return [(int(r["speaker_id"]), _utterance(r)) for r in reversed(rows)]
 
@@ -391,12 +360,12 @@ class Store:
 
     def lexical_lines(self, match: str, k: int, window: RecallFilter | None = None) -> list[tuple[int, float]]:
         """The k held lines that best match an FTS5 query, by BM25 (higher is better), inside `window`."""
-        where, params = _window_sql(window)
+        where = recall_window(window)
         rows = self.db.all(
             "SELECT m.rowid, -bm25(memory_lines) AS score FROM memory_lines m "
             "JOIN utterances u ON u.id = m.rowid JOIN speakers s ON s.id = u.speaker_id "
-            f"WHERE memory_lines MATCH ?{where} ORDER BY bm25(memory_lines) LIMIT ?",
-            (match, *params, k),
+            f"WHERE memory_lines MATCH ?{where.sql} ORDER BY bm25(memory_lines) LIMIT ?",
+            (match, *where.params, k),
         )
         return [(int(r[0]), float(r[1])) for r in rows]
 
@@ -424,22 +393,22 @@ class Store:
 
     def _held_in_window(self, window: RecallFilter, limit: int) -> list[int] | None:
         """The held lines inside the window, or None when there are more than `limit` of them."""
-        where, params = _window_sql(window)
+        where = recall_window(window)
         rows = self.db.all(
             "SELECT m.rowid FROM memory_lines m JOIN utterances u ON u.id = m.rowid "
-            f"JOIN speakers s ON s.id = u.speaker_id WHERE 1{where} LIMIT ?",
-            (*params, limit + 1),
+            f"JOIN speakers s ON s.id = u.speaker_id WHERE 1{where.sql} LIMIT ?",
+            (*where.params, limit + 1),
         )
         return None if len(rows) > limit else [int(r[0]) for r in rows]
 
     def _keep_held(self, hits: list[tuple[int, float]], window: RecallFilter | None) -> list[tuple[int, float]]:
-        where, params = _window_sql(window)
+        where = recall_window(window)
         kept = []
         for uid, score in hits:
             row = self.db.one(
                 "SELECT 1 FROM memory_lines m JOIN utterances u ON u.id = m.rowid "
-                f"JOIN speakers s ON s.id = u.speaker_id WHERE m.rowid = ?{where}",
-                (uid, *params),
+                f"JOIN speakers s ON s.id = u.speaker_id WHERE m.rowid = ?{where.sql}",
+                (uid, *where.params),
             )
             if row is not None:
                 kept.append((uid, score))
@@ -665,6 +634,18 @@ class Store:
 
     def node_count(self) -> int:
         return int(self.db.scalar("SELECT count(*) FROM nodes"))
+
+    def node_counts(self) -> dict[Level, int]:
+        """How many nodes each level has (every level, zero included)."""
+        counts = dict.fromkeys(Level, 0)
+        for level, n in self.db.all("SELECT level, count(*) FROM nodes GROUP BY level"):
+            counts[Level(level)] = n
+        return counts
+
+    def source_links(self) -> list[tuple[int, int]]:
+        """Every (node, utterance) provenance pair, by node then utterance."""
+        rows = self.db.all("SELECT node_id, utterance_id FROM node_sources ORDER BY node_id, utterance_id")
+        return [(r[0], r[1]) for r in rows]
 
     def sources(self, node_ids: Iterable[int]) -> dict[int, list[Evidence]]:
         ids = list(node_ids)

@@ -50,7 +50,7 @@ class ProStreamSystem(System):
 
     def remembered(self) -> set[int]:
         store = self.memory.store
-        ids = {r[0] for r in store.db.all("SELECT DISTINCT utterance_id FROM node_sources")}
+        ids = {uid for _node, uid in store.source_links()}
         ids |= {u.id for u in self.memory.engine.buffer.visible if u.id is not None}
         ids |= {u.id for b in store.pending_blocks() for u in b.utterances if u.id is not None}
         return {self._position[i] for i in ids if i in self._position}
