@@ -99,7 +99,7 @@ class Listener:
         and Whisper the names people gave them."""
         load_voices(self.memory, self.diarizer)
         if self.transcriber.options.hotwords_from_speakers:
-            self.names = tuple(n for n in self.memory.store.speaker_names() if not is_automatic_name(n))
+            self.names = tuple(n for n in self.memory.speaker_names() if not is_automatic_name(n))
 
     def transcribe(self, segment: SpeechSegment) -> list[Transcript]:
         """Whisper's text for a segment, with the known names as hotwords."""
@@ -160,25 +160,23 @@ class Listener:
         return heard
 
     def _file(self, piece: Piece, known: dict[str, int]) -> Heard:
-        store = self.memory.store
-        with store.atomic():
+        seconds = max(0.0, piece.end - piece.start)
+        with self.memory.atomic():
             if piece.speaker not in known:
                 known[piece.speaker] = self._store_speaker(piece.speaker)
             speaker_id = known[piece.speaker]
             voice = next((s for s in self.diarizer.speakers() if s.id == str(speaker_id)), None)
-            if voice is not None:
-                store.set_voice(speaker_id, voice.centroid, voice.seconds)
-            speaker = store.find_speaker(speaker_id)
-            assert speaker is not None  # created above, in this transaction
             # Distillation (LLM calls) runs after the write, as everywhere else, not inside it.
-            step = self.memory.add(speaker.name, piece.text, piece.start, distill=False)
-            said = step.archived[0] if step.archived else None
-            if said is not None and said.id is not None and piece.embedding is not None:
-                seconds = max(0.0, piece.end - piece.start)
-                store.set_utterance_voice(said.id, piece.embedding, seconds)
-                if self.recluster_options.enabled:
-                    self._window.append(VoiceSample(said.id, speaker_id, piece.embedding, seconds))
-                    self._unclustered_seconds += seconds
+            speaker, said = self.memory.file_heard(
+                speaker_id,
+                piece.text,
+                piece.start,
+                voice=(voice.centroid, voice.seconds) if voice is not None else None,
+                said_with=(piece.embedding, seconds) if piece.embedding is not None else None,
+            )
+        if said is not None and said.id is not None and piece.embedding is not None and self.recluster_options.enabled:
+            self._window.append(VoiceSample(said.id, speaker_id, piece.embedding, seconds))
+            self._unclustered_seconds += seconds
         # The stored utterance carries its id; a repeat of one already stored has none.
         return Heard(speaker_id, said or Utterance(speaker.name, piece.text, piece.start), piece.similarity)
 
@@ -190,8 +188,7 @@ class Listener:
         self._unclustered_seconds = 0.0
         if not self.recluster_options.enabled or not self._window:
             return []
-        store = self.memory.store
-        present = {u.id: u for u in store.utterances(s.utterance_id for s in self._window)}
+        present = {u.id: u for u in self.memory.stored_utterances(s.utterance_id for s in self._window)}
         current = {sp.id: sp for sp in self.memory.speakers()}
         ids = {sp.name: sp.id for sp in current.values()}
         # The window follows what the store says now: forgotten lines leave it, corrected ones
@@ -206,15 +203,15 @@ class Listener:
         done: list[Relabelled] = []
         if moves:
             try:
-                with store.atomic():
+                with self.memory.atomic():
                     for move in moves:
-                        target = move.speaker_id if move.speaker_id is not None else self._new_store_speaker()
+                        target = move.speaker_id if move.speaker_id is not None else self.memory.new_speaker()
                         # Speakers emptied by one move may be another's target: removed at the end.
                         result = self.memory.reassign(move.utterance_ids, target, why="recluster", remove_empty=False)
                         if result.moved:
                             done.append(Relabelled(result.moved, result.speaker.id, result.speaker.name))
-                        if move.speaker_id is None and store.speaker_voice(target) is None:
-                            store.set_voice(target, move.centroid, move.seconds)
+                        if move.speaker_id is None:
+                            self.memory.give_voice(target, move.centroid, move.seconds)
                     self.memory.remove_empty_speakers()
             except AssistantError:
                 # Revising labels must never stop the listening: the online labels stand.
@@ -236,19 +233,11 @@ class Listener:
         """A person said who said these: the re-clustering leaves them where they are."""
         self._pinned.update(utterance_ids)
 
-    def _new_store_speaker(self) -> int:
-        store = self.memory.store
-        taken = {sp.name for sp in store.speakers()}
-        n = len(taken) + 1
-        while f"Speaker {n}" in taken:
-            n += 1
-        return store.speaker_id(f"Speaker {n}")
-
     def _store_speaker(self, diarizer_id: str) -> int:
         """The store id behind a diarizer id; a voice heard for the first time gets a store speaker."""
         if diarizer_id.isdigit():
             return int(diarizer_id)
-        speaker_id = self._new_store_speaker()
+        speaker_id = self.memory.new_speaker()
         # From now on the diarizer knows this voice by its store id.
         self.diarizer.load(
             replace(sp, id=str(speaker_id)) if sp.id == diarizer_id else sp for sp in self.diarizer.speakers()
@@ -308,14 +297,7 @@ def enroll(memory: Memory, diarizer: Diarizer, name: str, samples: np.ndarray) -
     An existing speaker of that name (or id) gains the speech; otherwise a speaker is created.
     """
     name = check_name(name)
-    store = memory.store
-    existing = store.find_speaker(int(name) if name.isdigit() else name)
+    existing = memory.find_speaker(int(name) if name.isdigit() else name)
     load_voices(memory, diarizer)
     voice = diarizer.enroll(str(existing.id) if existing else name, samples)
-    with store.atomic():
-        speaker_id = existing.id if existing else store.speaker_id(name)
-        store.set_voice(speaker_id, voice.centroid, voice.seconds, enrolled=True)
-        store.audit("enroll_speaker", {"speaker": speaker_id, "seconds": round(len(samples) / SAMPLE_RATE, 1)})
-        enrolled = store.find_speaker(speaker_id)
-    assert enrolled is not None  # written just above, in this transaction
-    return enrolled
+    return memory.enroll(name, voice.centroid, voice.seconds, len(samples) / SAMPLE_RATE)

@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import time as _time
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from ..config import Settings, load_settings
 from ..embed import load_embedder
@@ -233,6 +236,70 @@ class Memory:
         if days is None:
             return 0
         return forget.expire(self.store, days, _time.time())
+
+    # --- voices: what the listening chain files --------------------------------------------
+
+    def atomic(self) -> AbstractContextManager[None]:
+        """One transaction around several changes (nested calls join it)."""
+        return self.store.atomic()
+
+    def new_speaker(self) -> int:
+        """A speaker for a voice heard for the first time, labelled "Speaker N" until named; its id."""
+        taken = {sp.name for sp in self.store.speakers()}
+        n = len(taken) + 1
+        while f"Speaker {n}" in taken:
+            n += 1
+        return self.store.speaker_id(f"Speaker {n}")
+
+    def file_heard(
+        self,
+        speaker_id: int,
+        text: str,
+        time: float,
+        *,
+        voice: tuple[np.ndarray, float] | None = None,
+        said_with: tuple[np.ndarray, float] | None = None,
+    ) -> tuple[Speaker, Utterance | None]:
+        """One attributed piece of speech, in one transaction: the speaker's voice as the diarizer
+        knows it now (centroid, seconds), the utterance, and the voice it was said in. The stored
+        utterance carries its id; a repeat of one already stored gives None. Not distilled here."""
+        with self.store.atomic():
+            if voice is not None:
+                self.store.set_voice(speaker_id, voice[0], voice[1])
+            speaker = self.store.find_speaker(speaker_id)
+            if speaker is None:
+                raise InputError(f"no speaker with id {speaker_id}")
+            step = self.add(speaker.name, text, time, distill=False)
+            said = step.archived[0] if step.archived else None
+            if said is not None and said.id is not None and said_with is not None:
+                self.store.set_utterance_voice(said.id, said_with[0], said_with[1])
+        return speaker, said
+
+    def give_voice(self, speaker_id: int, centroid: np.ndarray, seconds: float) -> None:
+        """A voice for a speaker who has none yet (one the re-clustering just made)."""
+        if self.store.speaker_voice(speaker_id) is None:
+            self.store.set_voice(speaker_id, centroid, seconds)
+
+    def enroll(self, name: str, centroid: np.ndarray, seconds: float, recorded_seconds: float) -> Speaker:
+        """A named voice from a recording of that person alone: an existing speaker of that name (or id)
+        gains it, else one is created."""
+        with self.store.atomic():
+            existing = self.store.find_speaker(int(name) if name.isdigit() else name)
+            speaker_id = existing.id if existing else self.store.speaker_id(name)
+            self.store.set_voice(speaker_id, centroid, seconds, enrolled=True)
+            self.store.audit("enroll_speaker", {"speaker": speaker_id, "seconds": round(recorded_seconds, 1)})
+            return speakers.find(self.store, speaker_id)
+
+    def find_speaker(self, key: str | int) -> Speaker | None:
+        """The speaker with this id or name, or None."""
+        return self.store.find_speaker(key)
+
+    def speaker_names(self) -> list[str]:
+        return self.store.speaker_names()
+
+    def stored_utterances(self, ids: Iterable[int]) -> list[Utterance]:
+        """Those of these utterances still stored (forgotten ones are not)."""
+        return self.store.utterances(ids)
 
     # --- speakers ----------------------------------------------------------------------------
 
