@@ -68,8 +68,8 @@ def test_a_limited_question_carries_its_filter_and_shows_it(daemon: DaemonProces
             await pilot.press("f3", "ctrl+l")
             select = bar.speaker_select
             assert app.focused is select
-            priya = next(sp for sp in bar.speakers if sp["name"] == "Priya")
-            select.value = str(priya["id"])
+            priya = next(sp for sp in bar.speakers if sp.name == "Priya")
+            select.value = str(priya.id)
             await pilot.press("tab", *"2026-11-16", "tab", *"2026-11-17 12:00", "enter")
             # Enter in the row hands the focus back to the question; the row says it limits.
             assert app.focused is app.chat.input
@@ -77,7 +77,7 @@ def test_a_limited_question_carries_its_filter_and_shows_it(daemon: DaemonProces
             assert bar.limits() == {
                 "since": tokyo("2026-11-16T00:00"),
                 "until": tokyo("2026-11-17T12:00"),
-                "speaker": str(priya["id"]),
+                "speaker": str(priya.id),
             }
 
             await pilot.press(*"Who will take care of Biscuit?", "enter")

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from assistant.audio.level import FLOOR_DBFS, level_dbfs
+from assistant.records import RecordingState
 from assistant.tui.recording import METER_CELLS, level_meter, recording_line
 
 
@@ -56,9 +57,9 @@ def test_before_any_sound_the_meter_says_it_is_waiting() -> None:
 
 
 def test_the_indicator_shows_time_level_and_the_limit() -> None:
-    line = recording_line(75.4, True, {"recording": True, "seconds": 12.0, "level_dbfs": -24.0}, 30.0).plain
+    line = recording_line(75.4, True, RecordingState(True, 12.0, -24.0), 30.0).plain
     assert line.startswith("● REC 1:15")
     assert "-24 dB" in line and "limit" not in line and "Escape cancels" in line
-    full = recording_line(31.0, False, {"recording": True, "seconds": 30.0, "level_dbfs": -70.0}, 30.0).plain
+    full = recording_line(31.0, False, RecordingState(True, 30.0, -70.0), 30.0).plain
     assert full.startswith("○ REC 0:31") and "30 s limit reached" in full
     assert "waiting for sound" in recording_line(0.2, True, None, 30.0).plain

@@ -96,9 +96,9 @@ def test_a_typed_question_streams_its_answer_and_evidence(daemon: DaemonProcess)
             assert answer.tokens > 0  # it streamed, token by token
             assert str(app.main.query(QuestionView).last().render()).endswith("When do we fly out?")
             evidence = app.main.query_one(EvidenceList)
-            texts = [item.evidence["text"] for item in evidence.children]  # type: ignore[attr-defined]
+            texts = [item.evidence.text for item in evidence.children]  # type: ignore[attr-defined]
             assert any("May" in t and ("14" in t or "fourteenth" in t) for t in texts), texts
-            assert all(item.evidence["speaker"] for item in evidence.children)  # type: ignore[attr-defined]
+            assert all(item.evidence.speaker for item in evidence.children)  # type: ignore[attr-defined]
             # Selecting a piece of evidence opens the transcript around it, from the archive.
             evidence.focus()
             await pilot.press("enter")
@@ -182,12 +182,12 @@ def test_renaming_a_speaker_relabels_the_list_and_the_transcript(daemon: DaemonP
             await pilot.press(*"Navigator", "enter")
             await until(
                 pilot,
-                lambda: any(s["id"] == first["id"] and s["name"] == "Navigator" for s in app.speakers_pane.speakers),
+                lambda: any(s.id == first.id and s.name == "Navigator" for s in app.speakers_pane.speakers),
                 "the new name in the list",
                 timeout=30,
             )
             # The transcript pane labels lines by speaker id with the current names.
-            assert app.transcript.names[first["id"]] == "Navigator"
+            assert app.transcript.names[first.id] == "Navigator"
             assert any(s["name"] == "Navigator" for s in daemon.status()["speakers"])
 
     run(scenario)
@@ -204,7 +204,7 @@ def test_forgetting_a_subtree_lowers_the_gauge(daemon: DaemonProcess) -> None:
             tree = app.main.query_one(MemoryTree)
             await until(pilot, lambda: tree.root.children, "the tree")
             # The filter narrows the tree to matching nodes.
-            word = app.memory_pane.nodes[0]["text"].split()[0]
+            word = app.memory_pane.nodes[0].text.split()[0]
             app.main.query_one("#memory-filter", Input).value = word
             await pilot.pause(0.2)
             assert tree.root.children
@@ -321,7 +321,7 @@ def test_push_to_talk_records_shows_the_question_and_answers(tmp_path: Path) -> 
             # The time so far, and the level meter fed by the daemon's recording (the room is
             # silent again once the question has played: the floor).
             assert "REC 0:0" in shown and "▯" in shown and " dB" in shown, shown
-            assert app.recording_state is not None and app.recording_state["seconds"] > 1.0
+            assert app.recording_state is not None and app.recording_state.seconds > 1.0
             await pilot.press("ctrl+t")
             await until(pilot, lambda: answers(app) and answers(app)[-1].done, "the spoken answer", timeout=180)
             asked = str(app.main.query(QuestionView).last().render())

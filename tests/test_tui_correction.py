@@ -84,9 +84,9 @@ def test_correct_name_and_merge_from_the_tui(daemon: DaemonProcess) -> None:
 
             # Who is this? Robin's line is shown; the user names them.
             await pilot.press("f4")
-            await until(pilot, lambda: any(s["name"] == "Robin" for s in app.speakers_pane.speakers), "Robin listed")
+            await until(pilot, lambda: any(s.name == "Robin" for s in app.speakers_pane.speakers), "Robin listed")
             table = app.main.query_one("#speakers-table")
-            table.move_cursor(row=next(i for i, s in enumerate(app.speakers_pane.speakers) if s["name"] == "Robin"))
+            table.move_cursor(row=next(i for i, s in enumerate(app.speakers_pane.speakers) if s.name == "Robin"))
             await pilot.press("w")
             await until(pilot, lambda: isinstance(app.screen, WhoScreen), "the who-is-this dialog")
             shown = app.screen.query_one("#who-lines", Static)

@@ -7,6 +7,7 @@ from datetime import UTC
 
 from textual.app import App, ComposeResult
 
+from assistant.records import HeardLine
 from assistant.tui.transcript import TranscriptPane
 
 
@@ -21,7 +22,7 @@ def test_relabelled_lines_change_speaker_and_others_stay() -> None:
         async with app.run_test(size=(100, 20)) as pilot:
             pane = app.query_one(TranscriptPane)
             for uid, (sid, name) in enumerate([(1, "Speaker 1")] * 3, start=10):
-                pane.add({"utterance_id": uid, "speaker_id": sid, "speaker": name, "text": f"line {uid}", "time": 0})
+                pane.add(HeardLine(uid, sid, name, f"line {uid}", 0))
             pane.relabel([11, 99], 2, "Speaker 2")  # 99 was never shown: ignored
             await pilot.pause()
             assert [(line.utterance_id, pane.label(line)) for line in pane.lines_kept] == [

@@ -1,98 +1,48 @@
 """The chat: a question box, the session's questions and streamed answers with their evidence.
 
-The pane only shows things; the app's workers talk to the daemon and post the messages below.
+The pane asks the daemon itself, typed or spoken (push-to-talk), and streams each answer into
+the log; it tells the app when the daemon goes away mid-answer.
 """
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator
 from datetime import tzinfo
 from typing import Any
 
-from rich.text import Text
+from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
-from textual.message import Message
-from textual.widgets import Input, Label, ListItem, ListView, Static
+from textual.widgets import Input, Static
 
-from ..daemon.client import describe_filter
-from ..errors import InputError
-from ..zones import format_time
+from ..daemon.client import AsyncDaemonClient, DaemonGone, DaemonRefused
+from ..errors import AssistantError, InputError
+from ..records import Answer, Evidence, RecallFilter, SpokenQuestion
+from .answers import AnswerView, EvidenceItem, EvidenceList, FilterNote, Notice, QuestionView
+from .connection import GONE_NOTICE, DaemonLost, said
+from .dialogs import ContextScreen
 from .recall import RecallBar
+from .recording import RecordingIndicator
 
-
-class QuestionView(Static):
-    def __init__(self, question: str, *, spoken: bool = False) -> None:
-        prefix = "🎤 " if spoken else "› "
-        super().__init__(Text(prefix + question), classes="question")
-
-
-class Notice(Static):
-    """A line from the app, not the daemon: refusals, connection trouble, push-to-talk."""
-
-    def __init__(self, text: str, *, error: bool = False) -> None:
-        super().__init__(Text(text), classes="notice -error" if error else "notice")
-
-
-class AnswerView(Static):
-    """An answer as it streams: tokens are appended, then the final text replaces them."""
-
-    def __init__(self) -> None:
-        super().__init__("…", classes="answer -pending")
-        self.text = ""
-        self.tokens = 0
-        self.done = False
-
-    def append(self, token: str) -> None:
-        self.tokens += 1
-        self.text += token
-        self.update(Text(self.text))
-
-    def finish(self, text: str, *, knows: bool = True) -> None:
-        self.text, self.done = text, True
-        self.remove_class("-pending")
-        self.set_class(not knows, "-unknown")
-        self.update(Text(text))
-
-    def fail(self, message: str) -> None:
-        self.done = True
-        self.remove_class("-pending")
-        self.add_class("-error")
-        self.update(Text((self.text + "\n" if self.text else "") + f"✖ {message}"))
-
-
-class FilterNote(Static):
-    """What an answer's recall was limited to: the row's limits and those read from the question."""
-
-    def __init__(self, described: str) -> None:
-        super().__init__(Text(described), classes="filter-note")
-
-
-class EvidenceItem(ListItem):
-    def __init__(self, evidence: dict[str, Any], zone: tzinfo | None = None) -> None:
-        self.evidence = evidence
-        when = format_time(evidence["time"], zone) if evidence.get("time") is not None else "?"
-        label = Text.assemble((f"{evidence.get('speaker', '?')}", "bold"), f" · {when} — “{evidence.get('text', '')}”")
-        super().__init__(Label(label))
-
-
-class EvidenceList(ListView):
-    """What the answer rests on; Enter (or a click) opens the transcript around a piece."""
-
-    DEFAULT_CSS = "EvidenceList { height: auto; max-height: 8; }"
+# How long a spoken question stays in the box, as if typed, before it is asked.
+SHOWN_SPOKEN_SECONDS = 0.3
 
 
 class ChatPane(Vertical):
-    class Ask(Message):
-        """The user submitted a question that passed the local checks, with the filter row's limits."""
-
-        def __init__(self, question: str, recall: dict[str, Any] | None = None) -> None:
-            super().__init__()
-            self.question = question
-            self.recall = recall or {}
-
-    def __init__(self, *, max_chars: int, zone: tzinfo | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        client: AsyncDaemonClient,
+        *,
+        max_chars: int,
+        max_question_seconds: float,
+        zone: tzinfo | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
+        self.client = client
         self.max_chars = max_chars
+        self.max_question_seconds = max_question_seconds
         self.zone = zone  # evidence times are shown in it (None = the system's)
 
     def compose(self) -> ComposeResult:
@@ -100,7 +50,7 @@ class ChatPane(Vertical):
             Static("Ask about anything that was said. Enter asks; ctrl+t talks; ? or F1 for help.", classes="hint"),
             id="chat-log",
         )
-        yield Static("", id="recording")
+        yield RecordingIndicator(self.client, limit_seconds=self.max_question_seconds, id="recording")
         yield RecallBar(zone=self.zone, id="recall")
         yield Input(placeholder="Ask a question…", id="question")
 
@@ -116,9 +66,15 @@ class ChatPane(Vertical):
     def recall(self) -> RecallBar:
         return self.query_one(RecallBar)
 
+    @property
+    def recording(self) -> RecordingIndicator:
+        return self.query_one(RecordingIndicator)
+
     def on_recall_bar_done(self, event: RecallBar.Done) -> None:
         event.stop()
         self.input.focus()
+
+    # --- asking -------------------------------------------------------------------------------
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id != "question":
@@ -144,7 +100,98 @@ class ChatPane(Vertical):
             self.add_notice(f"The limit is not usable: {exc}. Nothing was sent.", error=True)
             return
         event.input.value = ""
-        self.post_message(self.Ask(question, recall))
+        self.ask(question, recall)
+
+    @work(group="ask")
+    async def ask(self, question: str, recall: dict[str, Any]) -> None:
+        answer = self.start_answer(question)
+        await self.stream(answer, self.client.ask(question, **recall))
+
+    async def stream(self, answer: AnswerView, pieces: AsyncIterator[SpokenQuestion | str | Answer]) -> None:
+        """Show an answer as it comes: its text piece by piece, then the whole with its evidence."""
+        try:
+            async for piece in pieces:
+                if isinstance(piece, Answer):
+                    answer.finish(piece.text, knows=piece.knows)
+                    self.add_evidence(answer, piece.evidence)
+                    self.add_filter(answer, piece.filter)
+                elif isinstance(piece, str):
+                    answer.append(piece)
+                self.log_view.scroll_end(animate=False)
+        except DaemonRefused as exc:
+            # 409: the daemon failed while answering (its error line); else it refused the question.
+            answer.fail(exc.message if exc.status == 409 else f"refused: {exc.message}")
+            self.log_view.scroll_end(animate=False)
+        except DaemonGone:
+            answer.fail(f"{GONE_NOTICE} (the answer was cut off)")
+            self.log_view.scroll_end(animate=False)
+            self.post_message(DaemonLost())
+
+    @on(EvidenceList.Selected)
+    def open_evidence(self, event: EvidenceList.Selected) -> None:
+        if isinstance(event.item, EvidenceItem):
+            self.app.push_screen(ContextScreen(self.client, event.item.evidence, self.zone))
+
+    # --- push-to-talk -------------------------------------------------------------------------
+
+    def toggle_recording(self) -> None:
+        """Start recording a spoken question, or stop and ask the one being recorded."""
+        if self.recording.since is None:
+            self.record_question()
+        else:
+            self.ask_spoken_question()
+
+    def cancel_recording(self) -> None:
+        if self.recording.since is not None:
+            self.drop_question()
+
+    @work(exclusive=True, group="ptt")
+    async def record_question(self) -> None:
+        try:
+            await self.client.start_recording()
+        except AssistantError as exc:
+            self.add_notice(f"Push-to-talk: {said(exc)}", error=True)
+            return
+        self.recording.start()
+
+    @work(exclusive=True, group="ptt")
+    async def drop_question(self) -> None:
+        self.recording.stop()
+        try:
+            await self.client.cancel_recording()
+        except AssistantError as exc:
+            self.add_notice(f"Push-to-talk: {said(exc)}", error=True)
+            return
+        self.add_notice("Recording cancelled; nothing was asked.")
+
+    @work(exclusive=True, group="ptt")
+    async def ask_spoken_question(self) -> None:
+        self.recording.stop()
+        answer: AnswerView | None = None
+        try:
+            recall = self.recall.limits()
+        except AssistantError as exc:
+            # The recording is stopped either way; losing the spoken question to a typo in the
+            # filter row would be worse than answering it unlimited, and saying so.
+            self.add_notice(f"Push-to-talk: the limit is not usable ({exc}); asked without it.", error=True)
+            recall = {}
+        pieces = self.client.stop_recording(**recall)
+        try:
+            async for piece in pieces:
+                if isinstance(piece, SpokenQuestion):
+                    # Shown in the box as if typed, then asked: the user sees what was understood.
+                    self.input.value = piece.text
+                    await asyncio.sleep(SHOWN_SPOKEN_SECONDS)
+                    self.input.value = ""
+                    answer = self.start_answer(piece.text, spoken=True)
+                    break
+        except AssistantError as exc:
+            self.add_notice(f"Push-to-talk: {said(exc)}", error=True)
+            return
+        if answer is not None:
+            await self.stream(answer, pieces)
+
+    # --- the log ------------------------------------------------------------------------------
 
     def add_notice(self, text: str, *, error: bool = False) -> Notice:
         notice = Notice(text, error=error)
@@ -158,13 +205,13 @@ class ChatPane(Vertical):
         self.log_view.scroll_end(animate=False)
         return answer
 
-    def add_filter(self, answer: AnswerView, applied: dict[str, Any] | None) -> None:
+    def add_filter(self, answer: AnswerView, applied: RecallFilter) -> None:
         """Say under the answer what its recall was limited to (nothing when it was not)."""
-        described = describe_filter(applied, self.zone)
+        described = applied.describe(self.zone)
         if described:
             self.log_view.mount(FilterNote(described), after=answer)
 
-    def add_evidence(self, answer: AnswerView, evidence: list[dict[str, Any]]) -> None:
+    def add_evidence(self, answer: AnswerView, evidence: tuple[Evidence, ...]) -> None:
         if not evidence:
             return
         items = [EvidenceItem(e, self.zone) for e in evidence]

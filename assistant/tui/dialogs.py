@@ -4,11 +4,11 @@ piece of evidence, help."""
 from __future__ import annotations
 
 import asyncio
-import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.text import Text
 from textual import on, work
@@ -18,17 +18,19 @@ from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, Markdown, Select, SelectionList, Static
-from textual.widgets.selection_list import Selection
+from textual.widgets.selection_list import Selection as Choice  # `Selection` here is what an export covers
 
+from ..daemon.client import AsyncDaemonClient
 from ..errors import AssistantError
 from ..exports import write_atomically
+from ..records import Evidence, ForgetFilter, Selection, Speaker
 from ..transcripts import parse_time
 from ..zones import format_time, local_zone
-
-if TYPE_CHECKING:
-    from .client import AsyncDaemonClient
+from .connection import said
 
 CONTEXT_SECONDS = 180  # either side of a piece of evidence: enough to see the exchange it came from
+# Far more than a few minutes of speech ever holds: the window, not this, decides what is shown.
+CONTEXT_LINES = 1000
 
 
 def when(value: str, what: str) -> float | None:
@@ -40,10 +42,6 @@ def when(value: str, what: str) -> float | None:
         return float(value)
     except ValueError:
         return parse_time(value, what)
-
-
-def client_of(screen: ModalScreen[Any]) -> AsyncDaemonClient:
-    return screen.app.client  # type: ignore[attr-defined, no-any-return]
 
 
 class Dialog(ModalScreen[Any]):
@@ -76,14 +74,14 @@ class ConfirmScreen(Dialog):
 class NameScreen(Dialog):
     """Rename a speaker; dismisses with the new name or None."""
 
-    def __init__(self, speaker: dict[str, Any]) -> None:
+    def __init__(self, speaker: Speaker) -> None:
         super().__init__()
         self.speaker = speaker
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
-            yield Label(f"Name speaker {self.speaker['id']} (now “{self.speaker['name']}”):")
-            yield Input(value=self.speaker["name"], id="name")
+            yield Label(f"Name speaker {self.speaker.id} (now “{self.speaker.name}”):")
+            yield Input(value=self.speaker.name, id="name")
             with Horizontal(classes="buttons"):
                 yield Button("Rename", variant="primary", id="ok")
                 yield Button("Cancel", id="cancel")
@@ -106,15 +104,15 @@ class MergeScreen(Dialog):
     """Pick the speaker who stays and the one merged into them; dismisses with (keep, other) ids."""
 
     def __init__(
-        self, speakers: list[dict[str, Any]], selected: dict[str, Any] | None, suggested: tuple[str, str] | None = None
+        self, speakers: Sequence[Speaker], selected: Speaker | None, suggested: tuple[str, str] | None = None
     ) -> None:
         """`suggested`: (keep, other) ids of voices that sound alike, filled in for the user to confirm."""
         super().__init__()
         self.speakers, self.selected, self.suggested = speakers, selected, suggested
 
     def compose(self) -> ComposeResult:
-        options = [(f"{s['name']} (#{s['id']})", str(s["id"])) for s in self.speakers]
-        keep: str | Any = str(self.selected["id"]) if self.selected else Select.NULL
+        options = [(f"{s.name} (#{s.id})", str(s.id)) for s in self.speakers]
+        keep: str | Any = str(self.selected.id) if self.selected else Select.NULL
         other: str | Any = Select.NULL
         if self.suggested:
             keep, other = self.suggested
@@ -145,13 +143,14 @@ class WhoScreen(NameScreen):
 
     SHOWN = 8  # lines: enough to recognise someone by what they talk about
 
-    def __init__(self, speaker: dict[str, Any], zone: tzinfo | None = None) -> None:
+    def __init__(self, client: AsyncDaemonClient, speaker: Speaker, zone: tzinfo | None = None) -> None:
         super().__init__(speaker)
+        self.client = client
         self.zone = zone or local_zone(None)
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog wide"):
-            yield Label(f"Who is {self.speaker['name']} (#{self.speaker['id']})?", classes="dialog-title")
+            yield Label(f"Who is {self.speaker.name} (#{self.speaker.id})?", classes="dialog-title")
             yield VerticalScroll(Static("loading…", id="who-lines"), id="context")
             yield Input(placeholder="their name", id="name")
             with Horizontal(classes="buttons"):
@@ -166,14 +165,14 @@ class WhoScreen(NameScreen):
     async def load(self) -> None:
         lines = self.query_one("#who-lines", Static)
         try:
-            found = await client_of(self).speaker_lines(str(self.speaker["id"]), self.SHOWN)
+            found = await self.client.speaker_lines(str(self.speaker.id), self.SHOWN)
         except AssistantError as exc:
-            lines.update(Text(f"✖ {exc}", style="red"))
+            lines.update(Text(f"✖ {said(exc)}", style="red"))
             return
         out = Text()
         for u in found:
-            out.append(f"{format_time(u['time'], self.zone)}  ", style="dim")
-            out.append(u["text"] + "\n")
+            out.append(f"{format_time(u.time, self.zone)}  ", style="dim")
+            out.append(u.text + "\n")
         lines.update(out if out.plain else Text("Nothing they said is kept any more."))
 
 
@@ -191,18 +190,18 @@ class ReassignScreen(Dialog):
 
     SHOWN = 40  # the newest lines: a correction is made while the exchange is fresh
 
-    def __init__(self, lines: list[tuple[int, str, str]], speakers: list[dict[str, Any]]) -> None:
+    def __init__(self, lines: list[tuple[int, str, str]], speakers: Sequence[Speaker]) -> None:
         """`lines`: (utterance id, speaker label, text) in the order said."""
         super().__init__()
         self.lines, self.speakers = lines[-self.SHOWN :], speakers
 
     def compose(self) -> ComposeResult:
-        choices = [Selection(Text(f"{label}: {text}"), uid) for uid, label, text in self.lines]
+        choices = [Choice(Text(f"{label}: {text}"), uid) for uid, label, text in self.lines]
         with Vertical(classes="dialog wide"):
             yield Label("Which lines were said by someone else? (space marks a line)", classes="dialog-title")
             yield SelectionList[int](*choices, id="lines")
             yield Label("They were said by:")
-            yield Select([(f"{s['name']} (#{s['id']})", str(s["id"])) for s in self.speakers], id="to")
+            yield Select([(f"{s.name} (#{s.id})", str(s.id)) for s in self.speakers], id="to")
             yield Input(placeholder="…or someone new: their name", id="new-name")
             with Horizontal(classes="buttons"):
                 yield Button("Reassign", variant="warning", id="ok")
@@ -236,8 +235,9 @@ class ReassignScreen(Dialog):
 class ExportScreen(Dialog):
     """Export to a file: the daemon streams it, the file is written atomically (all or nothing)."""
 
-    def __init__(self, default_path: Path) -> None:
+    def __init__(self, client: AsyncDaemonClient, default_path: Path) -> None:
         super().__init__()
+        self.client = client
         self.default_path = default_path
 
     def compose(self) -> ComposeResult:
@@ -268,27 +268,27 @@ class ExportScreen(Dialog):
     def ok(self) -> None:
         try:
             fmt = str(self.query_one("#format", Select).value)
-            selection: dict[str, Any] = {
-                "since": when(self.query_one("#since", Input).value, "since"),
-                "until": when(self.query_one("#until", Input).value, "until"),
-                "speaker": self.query_one("#speaker", Input).value.strip() or None,
-            }
+            selection = Selection(
+                since=when(self.query_one("#since", Input).value, "since"),
+                until=when(self.query_one("#until", Input).value, "until"),
+                speaker=self.query_one("#speaker", Input).value.strip() or None,
+            )
         except AssistantError as exc:
             self.query_one("#export-result", Static).update(Text(f"✖ {exc}", style="red"))
             return
         path = Path(self.query_one("#path", Input).value.strip()).expanduser()
         self.query_one("#export-result", Static).update("exporting…")
-        self.export(fmt, {k: v for k, v in selection.items() if v is not None}, path)
+        self.export(fmt, selection, path)
 
     @work(exclusive=True, group="export")
-    async def export(self, fmt: str, selection: dict[str, Any], path: Path) -> None:
+    async def export(self, fmt: str, selection: Selection, path: Path) -> None:
         result = self.query_one("#export-result", Static)
         try:
-            chunks = [c async for c in client_of(self).export(fmt, selection)]
+            chunks = [c async for c in self.client.export(fmt, selection)]
             # The write (and its fsync) is disk I/O: off the event loop.
             size = await asyncio.to_thread(write_atomically, path, iter(chunks))
         except AssistantError as exc:
-            result.update(Text(f"✖ {exc}", style="red"))
+            result.update(Text(f"✖ {said(exc)}", style="red"))
             return
         result.update(Text(f"✔ wrote {path} ({size:,} characters, {fmt})", style="green"))
         self.app.notify(f"Exported to {path}", title="Export")
@@ -300,6 +300,10 @@ class ForgetDone(Message):
 
 class ForgetScreen(Dialog):
     """Forget by filters: a dry run shows what would go; only then can it be confirmed."""
+
+    def __init__(self, client: AsyncDaemonClient) -> None:
+        super().__init__()
+        self.client = client
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
@@ -321,15 +325,14 @@ class ForgetScreen(Dialog):
                 yield Button("Forget", variant="error", id="forget", disabled=True)
                 yield Button("Close", id="cancel")
 
-    def filters(self) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "speaker": self.query_one("#speaker", Input).value.strip() or None,
-            "since": when(self.query_one("#since", Input).value, "since"),
-            "until": when(self.query_one("#until", Input).value, "until"),
-            "text": self.query_one("#text", Input).value.strip() or None,
-            "everything": self.query_one("#everything", Checkbox).value,
-        }
-        return {k: v for k, v in body.items() if v not in (None, False)}
+    def filters(self) -> ForgetFilter:
+        return ForgetFilter(
+            speaker=self.query_one("#speaker", Input).value.strip() or None,
+            since=when(self.query_one("#since", Input).value, "since"),
+            until=when(self.query_one("#until", Input).value, "until"),
+            text=self.query_one("#text", Input).value.strip() or None,
+            everything=self.query_one("#everything", Checkbox).value,
+        )
 
     @on(Input.Changed)
     @on(Checkbox.Changed)
@@ -343,32 +346,32 @@ class ForgetScreen(Dialog):
     @on(Button.Pressed, "#preview")
     def preview(self) -> None:
         try:
-            body = self.filters()
+            what = self.filters()
         except AssistantError as exc:
             self.query_one("#forget-plan", Static).update(Text(f"✖ {exc}", style="red"))
             return
-        self.run_forget(body, dry_run=True)
+        self.run_forget(what, dry_run=True)
 
     @on(Button.Pressed, "#forget")
     def confirm(self) -> None:
         self.run_forget(self.filters(), dry_run=False)
 
     @work(exclusive=True, group="forget")
-    async def run_forget(self, body: dict[str, Any], *, dry_run: bool) -> None:
+    async def run_forget(self, what: ForgetFilter, *, dry_run: bool) -> None:
         plan = self.query_one("#forget-plan", Static)
         try:
-            out = await client_of(self).forget(body, dry_run=dry_run)
+            out = await self.client.forget(what, dry_run=dry_run)
         except AssistantError as exc:
-            plan.update(Text(f"✖ {exc}", style="red"))
+            plan.update(Text(f"✖ {said(exc)}", style="red"))
             return
         counts = (
-            f"{out['utterances']} utterances, {out['nodes']} memory nodes, {out['speakers']} speakers, "
-            f"{out['refiled_events']} events re-filed"
+            f"{out.utterances} utterances, {out.nodes} memory nodes, {out.speakers} speakers, "
+            f"{out.refiled_events} events re-filed"
         )
-        if out["empty"]:
+        if out.empty:
             plan.update("Nothing matches these filters.")
         elif dry_run:
-            examples = "\n".join(f"  • {e}" for e in out.get("examples", [])[:5])
+            examples = "\n".join(f"  • {e}" for e in out.examples[:5])
             plan.update(Text(f"Would forget {counts}.\n{examples}"))
             self.query_one("#forget", Button).disabled = False
         else:
@@ -380,14 +383,15 @@ class ForgetScreen(Dialog):
 class ContextScreen(Dialog):
     """The transcript around one piece of evidence: the archive's utterances a few minutes either side."""
 
-    def __init__(self, evidence: dict[str, Any], zone: tzinfo | None = None) -> None:
+    def __init__(self, client: AsyncDaemonClient, evidence: Evidence, zone: tzinfo | None = None) -> None:
         super().__init__()
+        self.client = client
         self.evidence = evidence
         self.zone = zone or local_zone(None)  # the title names it; the lines are timed in it
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog wide"):
-            yield Label(f"Around {format_time(self.evidence['time'], self.zone)}", classes="dialog-title")
+            yield Label(f"Around {format_time(self.evidence.time, self.zone)}", classes="dialog-title")
             yield VerticalScroll(Static("loading…", id="context-lines"), id="context")
             with Horizontal(classes="buttons"):
                 yield Button("Close", id="cancel")
@@ -401,26 +405,21 @@ class ContextScreen(Dialog):
 
     @work(exclusive=True)
     async def load(self) -> None:
-        t = float(self.evidence["time"])
+        t = self.evidence.time
         lines = self.query_one("#context-lines", Static)
         try:
-            # The jsonl export is the transcript itself; a time window selects the neighbours.
-            text = await client_of(self).export_text(
-                "jsonl", {"since": t - CONTEXT_SECONDS, "until": t + CONTEXT_SECONDS}
+            found = await self.client.transcript(
+                since=t - CONTEXT_SECONDS, until=t + CONTEXT_SECONDS, limit=CONTEXT_LINES
             )
         except AssistantError as exc:
-            lines.update(Text(f"✖ {exc}", style="red"))
+            lines.update(Text(f"✖ {said(exc)}", style="red"))
             return
         out = Text()
-        for raw in text.splitlines():
-            if not raw.strip():
-                continue
-            u = json.loads(raw)
-            mine = u["text"] == self.evidence.get("text")
-            style = "bold reverse" if mine else ""
-            out.append(f"{datetime.fromisoformat(u['time']).astimezone(self.zone):%H:%M:%S} ", style="dim")
-            out.append(f"{u['speaker']}: ", style="bold")
-            out.append(u["text"] + "\n", style=style)
+        for u in found:
+            style = "bold reverse" if u.text == self.evidence.text else ""
+            out.append(f"{datetime.fromtimestamp(u.time, self.zone):%H:%M:%S} ", style="dim")
+            out.append(f"{u.speaker}: ", style="bold")
+            out.append(u.text + "\n", style=style)
         lines.update(out if out.plain else Text("The archive holds nothing around this time (forgotten?)."))
 
 

@@ -1,10 +1,14 @@
-"""The memory browser: the scene > event > unit tree, the budget gauge, a filter, and forgetting."""
+"""The memory browser: the scene > event > unit tree, the budget gauge, a filter, and forgetting.
+
+The pane loads the tree from the daemon itself, and forgets the node the user picks."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from rich.text import Text
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -12,40 +16,46 @@ from textual.message import Message
 from textual.widgets import Input, Label, ProgressBar, Tree
 from textual.widgets.tree import TreeNode
 
+from ..daemon.client import AsyncDaemonClient
+from ..errors import AssistantError
+from ..records import MemoryNode, MemoryStats
+from .connection import DaemonChanged, said
+from .dialogs import ConfirmScreen
+
 LEVEL_STYLE = {"scene": "bold", "event": "", "amu": "dim"}
 LEVEL_NAME = {"scene": "scene", "event": "event", "amu": "unit"}
 
 
-def count_nodes(node: dict[str, Any]) -> int:
-    return 1 + sum(count_nodes(c) for c in node.get("children", []))
+def count_nodes(node: MemoryNode) -> int:
+    return 1 + sum(count_nodes(c) for c in node.children)
 
 
-def keep(node: dict[str, Any], needle: str) -> dict[str, Any] | None:
+def keep(node: MemoryNode, needle: str) -> MemoryNode | None:
     """The node pruned to what matches `needle`: itself (whole) if it matches, else its matching children."""
-    if needle in node["text"].lower():
+    if needle in node.text.lower():
         return node
-    children = [k for c in node.get("children", []) if (k := keep(c, needle)) is not None]
-    return {**node, "children": children} if children else None
+    children = tuple(k for c in node.children if (k := keep(c, needle)) is not None)
+    return dataclasses.replace(node, children=children) if children else None
 
 
-def node_label(node: dict[str, Any], width: int = 70) -> Text:
-    text = node["text"].replace("\n", " ")
+def node_label(node: MemoryNode, width: int = 70) -> Text:
+    text = node.text.replace("\n", " ")
     if len(text) > width:
         text = text[: width - 1] + "…"
     return Text.assemble(
-        (f"{LEVEL_NAME.get(node['level'], node['level'])} ", "italic dim"),
-        (text, LEVEL_STYLE.get(node["level"], "")),
-        (f"  u={node['utility']:.2f} · {node['tokens']} tok", "dim"),
+        (f"{LEVEL_NAME.get(node.level, node.level)} ", "italic dim"),
+        (text, LEVEL_STYLE.get(node.level, "")),
+        (f"  u={node.utility:.2f} · {node.tokens} tok", "dim"),
     )
 
 
-class MemoryTree(Tree[dict[str, Any]]):
+class MemoryTree(Tree[MemoryNode]):
     BINDINGS = [  # noqa: RUF012 (Textual reads it as a class attribute)
         Binding("d,delete", "forget", "Forget", id="memory.forget", tooltip="Forget this node and what hangs under it"),
     ]
 
     class ForgetRequested(Message):
-        def __init__(self, node: dict[str, Any]) -> None:
+        def __init__(self, node: MemoryNode) -> None:
             super().__init__()
             self.node = node
 
@@ -56,9 +66,10 @@ class MemoryTree(Tree[dict[str, Any]]):
 
 
 class MemoryPane(Vertical):
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, client: AsyncDaemonClient, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.nodes: list[dict[str, Any]] = []
+        self.client = client
+        self.nodes: list[MemoryNode] = []
         self.tokens = 0
         self.budget = 1
 
@@ -72,15 +83,27 @@ class MemoryPane(Vertical):
         yield tree
         yield Label("d forget the selected node · type in the box above to filter", classes="hint")
 
-    def show_budget(self, memory: dict[str, Any]) -> None:
-        self.tokens, self.budget = memory["tokens"], max(memory["token_budget"], 1)
+    # --- loading -------------------------------------------------------------------------------
+
+    @work(exclusive=True, group="memory")
+    async def load(self) -> None:
+        """Fetch the tree again: on connecting, on showing the pane, after something was forgotten."""
+        try:
+            nodes = await self.client.tree()
+        except AssistantError as exc:
+            self.notify(said(exc), title="Memory", severity="error")
+            return
+        self.show_tree(nodes)
+
+    def show_budget(self, memory: MemoryStats) -> None:
+        self.tokens, self.budget = memory.tokens, max(memory.token_budget, 1)
         self.query_one("#gauge", ProgressBar).update(total=self.budget, progress=self.tokens)
         self.query_one("#gauge-label", Label).update(
-            f"{self.tokens:,}/{self.budget:,} tokens · {memory['scenes']} scenes · {memory['events']} events · "
-            f"{memory['amus']} units"
+            f"{self.tokens:,}/{self.budget:,} tokens · {memory.scenes} scenes · {memory.events} events · "
+            f"{memory.amus} units"
         )
 
-    def show_tree(self, nodes: list[dict[str, Any]]) -> None:
+    def show_tree(self, nodes: list[MemoryNode]) -> None:
         self.nodes = nodes
         self._rebuild()
 
@@ -100,11 +123,36 @@ class MemoryPane(Vertical):
         if tree.root.children:
             tree.cursor_line = 0  # so d acts on something at once
 
-    def _add(self, parent: TreeNode[dict[str, Any]], node: dict[str, Any], *, expand: bool) -> None:
-        children = node.get("children", [])
-        if children:
+    def _add(self, parent: TreeNode[MemoryNode], node: MemoryNode, *, expand: bool) -> None:
+        if node.children:
             branch = parent.add(node_label(node), data=node, expand=expand)
-            for child in children:
+            for child in node.children:
                 self._add(branch, child, expand=expand)
         else:
             parent.add_leaf(node_label(node), data=node)
+
+    # --- forgetting ----------------------------------------------------------------------------
+
+    @on(MemoryTree.ForgetRequested)
+    def confirm_forget(self, message: MemoryTree.ForgetRequested) -> None:
+        node = message.node
+        under = count_nodes(node) - 1
+        what = f"this {node.level}" + (f" and the {under} nodes under it" if under else "")
+        text = node.text if len(node.text) < 200 else node.text[:199] + "…"
+
+        def confirmed(yes: bool | None) -> None:
+            if yes:
+                self.forget(node.id)
+
+        self.app.push_screen(ConfirmScreen(f"Forget {what}?\n\n“{text}”"), confirmed)
+
+    @work(group="memory-delete")
+    async def forget(self, node_id: int) -> None:
+        try:
+            removed = await self.client.delete_node(node_id)
+        except AssistantError as exc:
+            self.notify(said(exc), title="Forget", severity="error")
+            return
+        self.notify(f"Forgot {len(removed)} nodes.", title="Memory")
+        self.load()
+        self.post_message(DaemonChanged())

@@ -19,6 +19,7 @@ from textual.message import Message
 from textual.widgets import Input, Label, Select
 
 from ..errors import InputError
+from ..records import Speaker
 from ..zones import check_window, local_zone, parse_when
 
 HINT = "ctrl+l limit"
@@ -41,7 +42,7 @@ class RecallBar(Horizontal):
         super().__init__(**kwargs)
         # Typed times without an offset are read in it: the zone answers show times in.
         self.zone = zone or local_zone(None)
-        self.speakers: list[dict[str, Any]] = []
+        self.speakers: tuple[Speaker, ...] = ()
 
     def compose(self) -> ComposeResult:
         yield Label(HINT, id="recall-label")
@@ -61,18 +62,18 @@ class RecallBar(Horizontal):
     def speaker_select(self) -> Select[str]:
         return self.query_one("#recall-speaker", Select)
 
-    def show_speakers(self, speakers: list[dict[str, Any]]) -> None:
+    def show_speakers(self, speakers: tuple[Speaker, ...]) -> None:
         """The choices, from the daemon's speakers; the chosen one stays chosen while it exists."""
         # Only a new name or speaker rebuilds the list: the status poll repeats itself, and counts
         # change with every utterance heard, but a rebuild would close a list the user has open.
-        same = [(sp["id"], sp["name"]) for sp in speakers] == [(sp["id"], sp["name"]) for sp in self.speakers]
+        same = [(sp.id, sp.name) for sp in speakers] == [(sp.id, sp.name) for sp in self.speakers]
         self.speakers = speakers
         if same:
             return
         select = self.speaker_select
         chosen = select.value
-        select.set_options([(sp["name"], str(sp["id"])) for sp in speakers])
-        if isinstance(chosen, str) and any(str(sp["id"]) == chosen for sp in speakers):
+        select.set_options([(sp.name, str(sp.id)) for sp in speakers])
+        if isinstance(chosen, str) and any(str(sp.id) == chosen for sp in speakers):
             select.value = chosen
         self._mark()
 

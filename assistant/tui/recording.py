@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from rich.text import Text
+from textual import work
+from textual.widgets import Static
+
+from ..daemon.client import AsyncDaemonClient
+from ..errors import AssistantError
+from ..records import RecordingState
 
 # The meter spans this range: speech close to a laptop microphone peaks near -20 dBFS, a
 # whisper across the desk sits near -50, and below -60 there is nothing worth showing.
 METER_FLOOR_DBFS = -60.0
 METER_CELLS = 12
+# While a question is recorded the indicator redraws and asks the daemon for its level this often.
+TICK_SECONDS = 0.25
 
 
 def level_meter(level_dbfs: float | None) -> Text:
@@ -29,14 +38,61 @@ def level_meter(level_dbfs: float | None) -> Text:
     return meter
 
 
-def recording_line(elapsed: float, blink_on: bool, state: dict[str, Any] | None, limit_seconds: float) -> Text:
+def recording_line(elapsed: float, blink_on: bool, state: RecordingState | None, limit_seconds: float) -> Text:
     """What the indicator says while a question is recorded; `state` is the daemon's last word."""
     whole = int(elapsed)
     line = Text.assemble((f"{'●' if blink_on else '○'} REC {whole // 60}:{whole % 60:02d}", "bold red"), "  ")
-    line.append_text(level_meter(state["level_dbfs"] if state else None))
-    if state and state["seconds"] >= limit_seconds:
+    line.append_text(level_meter(state.level_dbfs if state else None))
+    if state and state.seconds >= limit_seconds:
         line.append(f"  {limit_seconds:.0f} s limit reached", style="bold yellow")
     line.append("  ctrl+t stops and asks · Escape cancels")
     # One line: on a narrow terminal the key hints give way, never the time or the meter.
     line.no_wrap, line.overflow = True, "ellipsis"
     return line
+
+
+class RecordingIndicator(Static):
+    """One line above the question box while a question is recorded; hidden otherwise.
+
+    The chat says when recording starts and stops; the indicator keeps its own clock and asks
+    the daemon how loud the room is for the meter.
+    """
+
+    def __init__(self, client: AsyncDaemonClient, *, limit_seconds: float, **kwargs: Any) -> None:
+        super().__init__("", **kwargs)
+        self.client = client
+        self.limit_seconds = limit_seconds
+        self.since: float | None = None  # time.monotonic() when recording started; None when not recording
+        # The daemon's last word on the recording (its level and length), polled with each tick.
+        self.state: RecordingState | None = None
+
+    def on_mount(self) -> None:
+        self.set_interval(TICK_SECONDS, self.tick)
+
+    def start(self) -> None:
+        self.since = time.monotonic()
+        self.tick()
+
+    def stop(self) -> None:
+        self.since = None
+        self.tick()
+
+    def tick(self) -> None:
+        if self.since is None:
+            self.state = None
+            self.display = False
+            return
+        now = time.monotonic()
+        self.update(recording_line(now - self.since, int(now * 2) % 2 == 0, self.state, self.limit_seconds))
+        self.display = True
+        self.poll_level()
+
+    @work(exclusive=True, group="ptt-level")
+    async def poll_level(self) -> None:
+        """The level and length the daemon recorded so far, for the next tick's meter."""
+        try:
+            state = await self.client.recording()
+        except AssistantError:
+            return  # the status poll reports a lost daemon; the meter just stops moving
+        if self.since is not None and state.recording:
+            self.state = state

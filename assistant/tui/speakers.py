@@ -1,15 +1,24 @@
 """The speakers screen: who was heard and for how long; rename, who-is-this and merge through modals,
-and the voices that sound alike, suggested for merging."""
+and the voices that sound alike, suggested for merging. The pane makes these calls to the daemon
+itself, and the corrections of who said what (F9) too."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from datetime import tzinfo
 from typing import Any
 
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.message import Message
 from textual.widgets import DataTable, Label, Static
+
+from ..daemon.client import AsyncDaemonClient
+from ..errors import AssistantError
+from ..records import MergeSuggestion, Speaker
+from .connection import DaemonChanged, said
+from .dialogs import Correction, MergeScreen, NameScreen, ReassignScreen, WhoScreen
 
 
 def speech_time(seconds: float) -> str:
@@ -24,25 +33,12 @@ class SpeakersPane(Vertical):
         Binding("m", "merge", "Merge", id="speakers.merge", tooltip="Merge two labels that are one voice"),
     ]
 
-    class RenameRequested(Message):
-        def __init__(self, speaker: dict[str, Any]) -> None:
-            super().__init__()
-            self.speaker = speaker
-
-    class WhoRequested(Message):
-        def __init__(self, speaker: dict[str, Any]) -> None:
-            super().__init__()
-            self.speaker = speaker
-
-    class MergeRequested(Message):
-        def __init__(self, speaker: dict[str, Any] | None) -> None:
-            super().__init__()
-            self.speaker = speaker
-
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, client: AsyncDaemonClient, *, zone: tzinfo | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.speakers: list[dict[str, Any]] = []
-        self.suggestions: list[dict[str, Any]] = []
+        self.client = client
+        self.zone = zone  # "who is this?" times lines in it (None = the system's)
+        self.speakers: tuple[Speaker, ...] = ()
+        self.suggestions: list[MergeSuggestion] = []
 
     def compose(self) -> ComposeResult:
         table: DataTable[str] = DataTable(id="speakers-table", cursor_type="row", zebra_stripes=True)
@@ -51,58 +47,137 @@ class SpeakersPane(Vertical):
         yield Static("", id="merge-suggestions")
         yield Label("n rename · w who is this? · m merge two speakers", classes="hint")
 
-    def show_speakers(self, speakers: list[dict[str, Any]]) -> None:
+    # --- what the status poll brings ----------------------------------------------------------
+
+    def show_speakers(self, speakers: tuple[Speaker, ...]) -> None:
         if speakers == self.speakers:
             return  # the status poll repeats itself; redrawing would move the cursor
         self.speakers = speakers
+        # A new voice, a merge or a move changes which voices sound alike.
+        self.load_suggestions()
         table = self.query_one(DataTable)
         row = table.cursor_row
         table.clear()
         for sp in speakers:
             table.add_row(
-                str(sp["id"]),
-                sp["name"],
-                str(sp["utterances"]),
-                speech_time(sp["speech_seconds"]),
-                "yes" if sp["enrolled"] else "",
-                key=str(sp["id"]),
+                str(sp.id),
+                sp.name,
+                str(sp.utterances),
+                speech_time(sp.speech_seconds),
+                "yes" if sp.enrolled else "",
+                key=str(sp.id),
             )
         if speakers:
             table.move_cursor(row=min(row, len(speakers) - 1))
 
-    def show_suggestions(self, suggestions: list[dict[str, Any]]) -> None:
-        """Pairs whose voices sound alike ({"keep", "other", "cosine"}), strongest first."""
+    @work(exclusive=True, group="suggestions")
+    async def load_suggestions(self) -> None:
+        try:
+            suggestions = await self.client.merge_suggestions()
+        except AssistantError:
+            return  # the status poll says when the daemon is gone
+        self.show_suggestions(suggestions)
+
+    def show_suggestions(self, suggestions: list[MergeSuggestion]) -> None:
+        """Pairs whose voices sound alike, strongest first."""
         self.suggestions = suggestions
         lines = [
-            f"Perhaps one voice: {m['keep']['name']} (#{m['keep']['id']}) and {m['other']['name']} "
-            f"(#{m['other']['id']}), cosine {m['cosine']:.2f} — select one and press m to merge"
+            f"Perhaps one voice: {m.keep.name} (#{m.keep.id}) and {m.other.name} "
+            f"(#{m.other.id}), cosine {m.cosine:.2f} — select one and press m to merge"
             for m in suggestions
         ]
         self.query_one("#merge-suggestions", Static).update("\n".join(lines))
 
-    def suggested_pair(self, speaker: dict[str, Any] | None) -> tuple[str, str] | None:
+    def suggested_pair(self, speaker: Speaker | None) -> tuple[str, str] | None:
         """The strongest suggestion involving `speaker` (any, when None): (keep, other) ids."""
         for m in self.suggestions:
-            ids = (str(m["keep"]["id"]), str(m["other"]["id"]))
-            if speaker is None or str(speaker["id"]) in ids:
+            ids = (str(m.keep.id), str(m.other.id))
+            if speaker is None or str(speaker.id) in ids:
                 return ids
         return None
 
-    def selected(self) -> dict[str, Any] | None:
+    def selected(self) -> Speaker | None:
         table = self.query_one(DataTable)
         if not self.speakers or table.cursor_row < 0 or table.cursor_row >= len(self.speakers):
             return None
         return self.speakers[table.cursor_row]
 
+    # --- renaming ------------------------------------------------------------------------------
+
     def action_rename(self) -> None:
         speaker = self.selected()
         if speaker is not None:
-            self.post_message(self.RenameRequested(speaker))
+            self.app.push_screen(NameScreen(speaker), self._renamer(speaker))
 
     def action_who(self) -> None:
         speaker = self.selected()
         if speaker is not None:
-            self.post_message(self.WhoRequested(speaker))
+            self.app.push_screen(WhoScreen(self.client, speaker, self.zone), self._renamer(speaker))
+
+    def _renamer(self, speaker: Speaker) -> Callable[[str | None], None]:
+        def named(name: str | None) -> None:
+            if name and name != speaker.name:
+                self.rename(str(speaker.id), name)
+
+        return named
+
+    @work(group="speakers")
+    async def rename(self, key: str, name: str) -> None:
+        try:
+            await self.client.name_speaker(key, name)
+        except AssistantError as exc:
+            self.notify(said(exc), title="Rename", severity="error")
+            return
+        self.notify(f"Speaker {key} is now {name}.", title="Speakers")
+        self.post_message(DaemonChanged())
+
+    # --- merging -------------------------------------------------------------------------------
 
     def action_merge(self) -> None:
-        self.post_message(self.MergeRequested(self.selected()))
+        if len(self.speakers) < 2:
+            self.notify("There is only one speaker.", title="Merge")
+            return
+        selected = self.selected()
+
+        def chosen(pair: tuple[str, str] | None) -> None:
+            if pair:
+                self.merge(*pair)
+
+        self.app.push_screen(MergeScreen(self.speakers, selected, self.suggested_pair(selected)), chosen)
+
+    @work(group="speakers")
+    async def merge(self, keep: str, other: str) -> None:
+        try:
+            await self.client.merge_speakers(keep, other)
+        except AssistantError as exc:
+            self.notify(said(exc), title="Merge", severity="error")
+            return
+        self.notify(f"Merged speaker {other} into {keep}.", title="Speakers")
+        self.post_message(DaemonChanged())
+
+    # --- correcting who said what (F9) ---------------------------------------------------------
+
+    def correct(self, lines: Sequence[tuple[int, str, str]]) -> None:
+        """Ask which of `lines` (utterance id, label, text: the live transcript's) someone else said."""
+        if not lines:
+            self.notify("Nothing in the live transcript to correct yet.", title="Correct")
+            return
+
+        def chosen(correction: Correction | None) -> None:
+            if correction:
+                self.reassign(correction)
+
+        self.app.push_screen(ReassignScreen(list(lines), self.speakers), chosen)
+
+    @work(group="speakers")
+    async def reassign(self, correction: Correction) -> None:
+        try:
+            done = await self.client.reassign(
+                correction.to, correction.utterance_ids, new_speaker=correction.new_speaker
+            )
+        except AssistantError as exc:
+            self.notify(said(exc), title="Correct", severity="error")
+            return
+        # The live stream brings the relabel to the transcript pane, as for the daemon's own moves.
+        self.notify(f"{len(done.moved)} line(s) now said by {done.speaker.name}.", title="Correct")
+        self.post_message(DaemonChanged())

@@ -2,22 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.text import Text
 from textual.widgets import Static
 
+from ..records import Status
 
-def budget_text(status: dict[str, Any]) -> str:
-    m = status["memory"]
-    used, total = m["tokens"], max(m["token_budget"], 1)
+
+def budget_text(status: Status) -> str:
+    used, total = status.memory.tokens, max(status.memory.token_budget, 1)
     return f"budget {used:,}/{total:,} tok ({100 * used / total:.0f}%)"
 
 
-def state_label(status: dict[str, Any]) -> tuple[str, str]:
+def state_label(status: Status) -> tuple[str, str]:
     """What the daemon is doing, and the style that says it at a glance."""
-    state = status["state"]
-    if status.get("paused"):
+    state = status.state
+    if status.paused:
         return "⏸ paused", "bold yellow"
     if state == "quiet hours":
         return "☾ quiet hours", "bold magenta"
@@ -33,14 +32,13 @@ class StatusBar(Static):
 
     DEFAULT_CSS = "StatusBar { height: 1; }"
 
-    def show_status(self, status: dict[str, Any]) -> None:
+    def show_status(self, status: Status) -> None:
         label, style = state_label(status)
-        models = status.get("models", {})
-        devices = status.get("devices", {})
-        device = ",".join(sorted(set(devices.values()))) or "?"
+        models = status.models
+        device = ",".join(sorted(set(status.devices.values()))) or "?"
         line = Text.assemble(
             (label, style),
-            f"  lag {status['lag_seconds']:.1f} s  ",
+            f"  lag {status.lag_seconds:.1f} s  ",
             budget_text(status),
             f"  llm {models.get('llm', '?')} · stt {models.get('stt', '?')} · {device}",
             no_wrap=True,

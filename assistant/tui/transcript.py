@@ -1,32 +1,32 @@
 """The live transcript pane: utterances as the daemon files them, one colour per speaker.
 
-Lines are kept as data, not as rendered text, so a rename relabels what is already shown:
-the speakers' names come from the status poll and the pane re-renders when they change.
+The pane follows the daemon's live stream itself, for as long as the app runs, picking it up
+again whenever the daemon returns. Lines are kept as records, not as rendered text, so a rename
+relabels what is already shown: the speakers' names come from the status poll and the pane
+re-renders when they change.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import asyncio
+import dataclasses
+from collections.abc import Iterable
 from datetime import datetime, tzinfo
 from typing import Any
 
 from rich.text import Text
-from textual.message import Message
+from textual import work
 from textual.widgets import RichLog
 
+from ..daemon.client import AsyncDaemonClient, DaemonGone, DaemonRefused
+from ..records import Connected, HeardLine, Relabelled, Skipped
 from ..zones import local_zone
+from .connection import GONE_NOTICE
 
 COLOURS = ("cyan", "magenta", "green", "yellow", "blue", "red", "bright_cyan", "bright_magenta")
 KEEP = 500  # lines: the pane is a glance at what is being said, the archive keeps the rest
-
-
-@dataclass(frozen=True)
-class Line:
-    utterance_id: int | None
-    speaker_id: int | None
-    speaker: str
-    text: str
-    time: float
+CATCH_UP_LINES = 100  # stored lines the pane shows on connecting
+RECONNECT_SECONDS = 1.0
 
 
 def clock(t: float, zone: tzinfo | None = None) -> str:
@@ -35,55 +35,54 @@ def clock(t: float, zone: tzinfo | None = None) -> str:
 
 
 class TranscriptPane(RichLog):
-    class Heard(Message):
-        """An utterance arrived on the live stream."""
-
-        def __init__(self, event: dict[str, Any]) -> None:
-            super().__init__()
-            self.event = event
-
-    class Relabel(Message):
-        """The daemon gave utterances already shown to another speaker (its re-clustering)."""
-
-        def __init__(self, event: dict[str, Any]) -> None:
-            super().__init__()
-            self.event = event
-
-    class Connection(Message):
-        """The stream connected (`up`) or lost the daemon."""
-
-        def __init__(self, up: bool, detail: str = "") -> None:
-            super().__init__()
-            self.up, self.detail = up, detail
-
     def __init__(self, *, zone: tzinfo | None = None, **kwargs: Any) -> None:
         super().__init__(wrap=True, markup=False, auto_scroll=True, **kwargs)
         self.zone = zone  # lines are timed in it (None = the system's)
-        self.lines_kept: list[Line] = []
+        self.lines_kept: list[HeardLine] = []
         self.names: dict[int, str] = {}
         self.notice: str | None = None
 
-    def add(self, event: dict[str, Any]) -> None:
+    @work(exclusive=True, group="transcript")
+    async def follow(self, client: AsyncDaemonClient) -> None:
+        """The live transcript for as long as the app runs: reconnects whenever the daemon returns."""
+        connected_before = False
+        while True:
+            try:
+                # The newest lines first: a TUI opened (or reconnected) mid-conversation shows what
+                # was just said, and can correct it.
+                async for event in client.utterances(recent=CATCH_UP_LINES):
+                    if isinstance(event, Connected):
+                        connected_before = True
+                        self.say(None)
+                    elif isinstance(event, HeardLine):
+                        self.add(event)
+                    elif isinstance(event, Relabelled):
+                        self.relabel(event.utterance_ids, event.speaker_id, event.speaker)
+                    elif isinstance(event, Skipped):
+                        self.say(f"({event.count} lines skipped)")
+            except (DaemonGone, DaemonRefused):
+                pass
+            self.say(GONE_NOTICE if connected_before else "waiting for the daemon…")
+            await asyncio.sleep(RECONNECT_SECONDS)
+
+    def add(self, line: HeardLine) -> None:
         """Show an utterance; one already shown (sent again when the stream reconnected) is skipped."""
-        uid = event.get("utterance_id")
-        if uid is not None and any(line.utterance_id == uid for line in self.lines_kept):
+        uid = line.utterance_id
+        if uid is not None and any(kept.utterance_id == uid for kept in self.lines_kept):
             return
-        sid = event.get("speaker_id")
-        speaker, text, at = event.get("speaker") or "?", event.get("text", ""), float(event.get("time") or 0)
-        line = Line(event.get("utterance_id"), sid, speaker, text, at)
-        if sid is not None and event.get("speaker"):
-            self.names.setdefault(sid, event["speaker"])
+        if line.speaker:
+            self.names.setdefault(line.speaker_id, line.speaker)
         self.lines_kept = [*self.lines_kept[-(KEEP - 1) :], line]
         self.write(self._render(line))
 
-    def relabel(self, utterance_ids: list[int], speaker_id: int, speaker: str) -> None:
+    def relabel(self, utterance_ids: Iterable[int], speaker_id: int, speaker: str) -> None:
         """These utterances were said by another speaker: re-render the lines showing them."""
         ids = set(utterance_ids)
         if not any(line.utterance_id in ids for line in self.lines_kept):
             return
         self.names[speaker_id] = speaker
         self.lines_kept = [
-            Line(line.utterance_id, speaker_id, speaker, line.text, line.time) if line.utterance_id in ids else line
+            dataclasses.replace(line, speaker_id=speaker_id, speaker=speaker) if line.utterance_id in ids else line
             for line in self.lines_kept
         ]
         self.redraw()
@@ -108,11 +107,15 @@ class TranscriptPane(RichLog):
         for line in self.lines_kept:
             self.write(self._render(line))
 
-    def label(self, line: Line) -> str:
-        return self.names.get(line.speaker_id, line.speaker) if line.speaker_id is not None else line.speaker
+    def correctable(self) -> list[tuple[int, str, str]]:
+        """The lines shown that are filed (so can be given to someone else): (utterance id, label, text)."""
+        return [(uid, self.label(line), line.text) for line in self.lines_kept if (uid := line.utterance_id)]
 
-    def _render(self, line: Line) -> Text:
-        colour = COLOURS[(line.speaker_id or 0) % len(COLOURS)]
+    def label(self, line: HeardLine) -> str:
+        return self.names.get(line.speaker_id, line.speaker or "?")
+
+    def _render(self, line: HeardLine) -> Text:
+        colour = COLOURS[line.speaker_id % len(COLOURS)]
         return Text.assemble(
             (f"{clock(line.time, self.zone)} ", "dim"), (self.label(line), f"bold {colour}"), ": ", line.text
         )
