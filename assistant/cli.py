@@ -879,6 +879,32 @@ def paths(ctx: click.Context) -> None:
     click.echo(f"models:      {s.models_dir}")
 
 
+@main.command("mcp")
+@click.option(
+    "--http", is_flag=True, help="Serve streamable HTTP on 127.0.0.1 (needs daemon.tcp.token) instead of stdio."
+)
+@click.option(
+    "--port",
+    type=click.IntRange(1, 65535),
+    default=None,
+    help="The HTTP port (with --http; default 8766). Clients connect to http://127.0.0.1:PORT/mcp.",
+)
+@click.pass_context
+def mcp_cmd(ctx: click.Context, http: bool, port: int | None) -> None:
+    """Serve the running daemon's memory to MCP clients (Claude Desktop and others): ask, search,
+    transcript, speakers, forget.
+
+    On stdio by default: the client starts this command itself. The daemon must be running; until
+    it is, each tool answers how to start it.
+    """
+    if port is not None and not http:
+        raise click.UsageError("--port is for --http")
+    # Imported here: the MCP SDK is only for this command, and `assistant --help` stays quick.
+    from .mcp_server.transports import DEFAULT_PORT, serve
+
+    serve(_settings(ctx), http=http, port=port or DEFAULT_PORT)
+
+
 @main.command()
 @click.pass_context
 def tui(ctx: click.Context) -> None:

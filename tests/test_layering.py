@@ -16,7 +16,7 @@ it belongs to) and the layers below; never a layer above, nor another unit of it
   9. memory                      utterances -> the bounded memory, recall and answers
  10. listening                   the chain that carries audio through speech into the memory
  11. daemon                      the always-on service, its API, and the client of that API
- 12. tui                         a client of the daemon
+ 12. tui, mcp_server             clients of the daemon: the terminal UI, the MCP server
  13. bench                       the benchmarks (they drive the daemon and the TUI)
  14. cli                         the `assistant` command
  15. __init__, __main__          the package's public names, `python -m assistant`
@@ -52,7 +52,7 @@ LAYERS: list[set[str]] = [
     {"memory"},
     {"listening"},
     {"daemon"},
-    {"tui"},
+    {"tui", "mcp_server"},
     {"bench"},
     {"cli"},
     {"__init__", "__main__"},
@@ -230,7 +230,9 @@ def heavy(names: set[str]) -> list[str]:
     return sorted({n.split(".")[0] for n in names} & HEAVY)
 
 
-@pytest.mark.parametrize("module", ["assistant", "assistant.tui", "assistant.cli", "assistant.daemon.client"])
+@pytest.mark.parametrize(
+    "module", ["assistant", "assistant.tui", "assistant.cli", "assistant.daemon.client", "assistant.mcp_server"]
+)
 def test_importing_a_client_loads_no_model_library(module: str, tmp_path: Path) -> None:
     out, names = loaded(["-c", f"import {module}"], tmp_path)
     assert out.returncode == 0, out.stderr[-2000:]

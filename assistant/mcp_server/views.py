@@ -1,0 +1,164 @@
+"""What the tools and resources give back: the records of `assistant.records`, as the model reads them.
+
+Each view is a pydantic model, so a tool publishes its output schema and answers with structured
+content (and the same as JSON text for clients that read only text). Times are ISO-8601 in the
+configured zone with their offset: what people read, and what `since`/`until` take back as is.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, tzinfo
+
+from pydantic import BaseModel, Field
+
+from ..records import Answer, Evidence, ForgetOutcome, MemoryNode, SearchLine, SearchResult, Speaker, Utterance
+
+
+def iso_time(t: float, zone: tzinfo) -> str:
+    """Seconds since the epoch in `zone`, to the second: 2026-11-16T09:02:00+00:00."""
+    return datetime.fromtimestamp(t, tz=zone).isoformat(timespec="seconds")
+
+
+class Line(BaseModel):
+    """One utterance: who said what, when."""
+
+    utterance_id: int
+    speaker: str
+    time: str = Field(description="When it was said: ISO-8601 in the memory's time zone")
+    text: str
+
+    @classmethod
+    def of(cls, said: Utterance | Evidence, zone: tzinfo) -> Line:
+        uid = said.utterance_id if isinstance(said, Evidence) else said.id or 0
+        return cls(utterance_id=uid, speaker=said.speaker, time=iso_time(said.time, zone), text=said.text)
+
+
+class AnswerView(BaseModel):
+    answer: str
+    knows: bool = Field(description="false when nothing in the memory answers the question")
+    citations: list[Line] = Field(description="The utterances the answer rests on")
+    limited_to: str | None = Field(
+        description="The speaker and time window the recall was limited to (given, or read from the question)"
+    )
+
+    @classmethod
+    def of(cls, answer: Answer, zone: tzinfo) -> AnswerView:
+        return cls(
+            answer=answer.text.strip(),
+            knows=answer.knows,
+            citations=[Line.of(e, zone) for e in answer.evidence],
+            limited_to=answer.filter.describe(zone),
+        )
+
+
+class RecalledLine(Line):
+    score: float
+    found_by: list[str] = Field(description="Which retrieval arms found it: lexical, dense, tree, buffer, neighbour")
+
+    @classmethod
+    def recalled(cls, line: SearchLine, zone: tzinfo) -> RecalledLine:
+        return cls(
+            **Line.of(line.evidence, zone).model_dump(),
+            score=line.score,
+            found_by=list(line.found_by),
+        )
+
+
+class SearchView(BaseModel):
+    query: str
+    limited_to: str | None
+    lines: list[RecalledLine] = Field(description="What an answer would see, most relevant first")
+
+    @classmethod
+    def of(cls, found: SearchResult, zone: tzinfo) -> SearchView:
+        return cls(
+            query=found.question,
+            limited_to=found.filter.describe(zone),
+            lines=[RecalledLine.recalled(line, zone) for line in found.lines],
+        )
+
+
+class TranscriptView(BaseModel):
+    lines: list[Line] = Field(description="Oldest first")
+
+    @classmethod
+    def of(cls, said: list[Utterance], zone: tzinfo) -> TranscriptView:
+        return cls(lines=[Line.of(u, zone) for u in said])
+
+
+class SpeakerView(BaseModel):
+    id: int
+    name: str
+    utterances: int
+    speech_seconds: float
+    enrolled: bool = Field(description="Taught from a recording of that person alone")
+
+    @classmethod
+    def of(cls, speaker: Speaker) -> SpeakerView:
+        return cls(
+            id=speaker.id,
+            name=speaker.name,
+            utterances=speaker.utterances,
+            speech_seconds=round(speaker.speech_seconds, 1),
+            enrolled=speaker.enrolled,
+        )
+
+
+class SpeakersView(BaseModel):
+    speakers: list[SpeakerView]
+
+
+class ForgetView(BaseModel):
+    forgotten: bool = Field(description="true when this call forgot; false for a dry run, which changes nothing")
+    utterances: int
+    memory_nodes: int
+    refiled_events: int = Field(description="Events re-filed from what is left of them")
+    voices: int = Field(description="Speakers whose voice goes with their last utterance")
+    examples: list[str]
+    database_bytes: int | None = Field(description="The database's size after a real forget")
+    note: str
+
+    @classmethod
+    def of(cls, outcome: ForgetOutcome, *, forgotten: bool, note: str) -> ForgetView:
+        return cls(
+            forgotten=forgotten,
+            utterances=outcome.utterances,
+            memory_nodes=outcome.nodes,
+            refiled_events=outcome.refiled_events,
+            voices=outcome.speakers,
+            examples=list(outcome.examples),
+            database_bytes=outcome.database_bytes,
+            note=note,
+        )
+
+
+class TreeNode(BaseModel):
+    id: int
+    level: str = Field(description="scene > event > amu (an atomic unit of memory)")
+    text: str
+    tokens: int
+    utility: float
+    start: str | None
+    end: str | None
+    children: list[TreeNode]
+
+    @classmethod
+    def of(cls, node: MemoryNode, zone: tzinfo) -> TreeNode:
+        return cls(
+            id=node.id,
+            level=node.level.value,
+            text=node.text,
+            tokens=node.tokens,
+            utility=node.utility,
+            start=None if node.start_time is None else iso_time(node.start_time, zone),
+            end=None if node.end_time is None else iso_time(node.end_time, zone),
+            children=[cls.of(child, zone) for child in node.children],
+        )
+
+
+class TreeView(BaseModel):
+    scenes: list[TreeNode]
+
+    @classmethod
+    def of(cls, scenes: list[MemoryNode], zone: tzinfo) -> TreeView:
+        return cls(scenes=[TreeNode.of(s, zone) for s in scenes])
