@@ -172,7 +172,7 @@ def test_the_schema_describes_the_filter(daemon: DaemonProcess) -> None:
     question = schema["components"]["schemas"]["Question"]["properties"]
     assert {"question", "since", "until", "speaker"} <= question.keys()
     assert "ISO-8601" in question["since"]["description"]
-    search_out = schema["components"]["schemas"]["SearchOut"]["properties"]
+    search_out = schema["components"]["schemas"]["SearchResult"]["properties"]
     assert {"lines", "filter"} <= search_out.keys()
 
 

@@ -7,7 +7,8 @@ Each operation is written once, as a `Call` (method, path, body and how to read 
 the two clients only differ in how they send it.
 
 Errors: `DaemonGone` when no daemon answers or it went away mid-request; `DaemonRefused` when
-it answered with an error (its message, and the HTTP status).
+it answered with an error (its message, and the HTTP status); `AnswerFailed`, a refusal, when it
+failed while answering, after the answer had begun.
 """
 
 from __future__ import annotations
@@ -65,13 +66,19 @@ class DaemonGone(DaemonError):
 
 
 class DaemonRefused(InputError):
-    """The daemon answered with an error: `message` is its own words, `status` the HTTP status
-    (409 for a failure while answering, after the answer had begun)."""
+    """The daemon answered with an error: `message` is its own words, `status` the HTTP status."""
 
     def __init__(self, message: str, status: int) -> None:
         super().__init__(f"the daemon refused: {message}")
         self.message = message
         self.status = status
+
+
+class AnswerFailed(DaemonRefused):
+    """The daemon failed while answering, after the answer had begun (its error line)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, 409)
 
 
 # --- the operations, each once -------------------------------------------------------------------
@@ -117,7 +124,7 @@ def answer_line(line: dict[str, Any]) -> str | Answer:
         return str(line["text"])
     if kind == "answer":
         return from_json(Answer, line)
-    raise DaemonRefused(str(line.get("error", line)), 409)
+    raise AnswerFailed(str(line.get("error", line)))
 
 
 def spoken_line(line: dict[str, Any]) -> SpokenQuestion | str | Answer:

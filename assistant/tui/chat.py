@@ -16,7 +16,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Input, Static
 
-from ..daemon.client import AsyncDaemonClient, DaemonGone, DaemonRefused
+from ..daemon.client import AnswerFailed, AsyncDaemonClient, DaemonGone, DaemonRefused
 from ..errors import AssistantError, InputError
 from ..records import Answer, Evidence, RecallFilter, SpokenQuestion
 from .answers import AnswerView, EvidenceItem, EvidenceList, FilterNote, Notice, QuestionView
@@ -118,9 +118,11 @@ class ChatPane(Vertical):
                 elif isinstance(piece, str):
                     answer.append(piece)
                 self.log_view.scroll_end(animate=False)
+        except AnswerFailed as exc:
+            answer.fail(exc.message)
+            self.log_view.scroll_end(animate=False)
         except DaemonRefused as exc:
-            # 409: the daemon failed while answering (its error line); else it refused the question.
-            answer.fail(exc.message if exc.status == 409 else f"refused: {exc.message}")
+            answer.fail(f"refused: {exc.message}")
             self.log_view.scroll_end(animate=False)
         except DaemonGone:
             answer.fail(f"{GONE_NOTICE} (the answer was cut off)")
