@@ -15,12 +15,10 @@ import importlib
 import importlib.metadata
 import importlib.util
 import json
-import os
 import re
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +27,7 @@ from typing import Any
 import yaml
 
 from . import locations
+from .atomic import atomic_bytes, leftovers, write_text_atomically
 from .config import Settings
 from .errors import ModelError
 
@@ -336,9 +335,7 @@ class _Checksums:
     def save(self) -> None:
         if self.dirty:
             self.file.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.file.with_name(self.file.name + ".tmp")
-            tmp.write_text(json.dumps(self.data, indent=1, sort_keys=True), encoding="utf-8")
-            os.replace(tmp, self.file)
+            write_text_atomically(self.file, json.dumps(self.data, indent=1, sort_keys=True))
 
 
 def _pip(reqs: list[str], progress: Callable[[str], None], no_deps: bool = False) -> None:
@@ -374,34 +371,24 @@ def _assemble(
     target.parent.mkdir(parents=True, exist_ok=True)
     if shutil.disk_usage(target.parent).free < out.size:
         raise ModelError(f"{target.parent}: not enough free space for {target.name} ({out.size / 1e6:.0f} MB)")
-    for stale in target.parent.glob(f".{target.name}.*.tmp"):  # left by an install that was killed
+    for stale in leftovers(target):  # left by an install that was killed
         stale.unlink(missing_ok=True)
     what = f"joining {len(out.parts)} parts" if len(out.parts) > 1 else "copying"
     progress(f"{spec.name}: {what} into {target} ({out.size / 1e6:.0f} MB)")
-    # Write beside the target and rename, so a crash never leaves a half file under the final name.
-    fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    tmp = Path(tmp_name)
     total = hashlib.sha256()
-    try:
-        with os.fdopen(fd, "wb") as dst:
-            for src, part in sources:
-                digest = hashlib.sha256()
-                with src.open("rb") as fh:
-                    while chunk := fh.read(_CHUNK):
-                        digest.update(chunk)
-                        total.update(chunk)
-                        dst.write(chunk)
-                if digest.hexdigest() != part.sha256:
-                    raise _mismatch(src, part.sha256, digest.hexdigest(), _reinstall(spec, part.path))
-            dst.flush()
-            os.fsync(dst.fileno())
+    # A crash never leaves a half file under the final name; a wrong checksum leaves none at all.
+    with atomic_bytes(target, permissions=0o644) as dst:  # models are not secrets
+        for src, part in sources:
+            digest = hashlib.sha256()
+            with src.open("rb") as fh:
+                while chunk := fh.read(_CHUNK):
+                    digest.update(chunk)
+                    total.update(chunk)
+                    dst.write(chunk)
+            if digest.hexdigest() != part.sha256:
+                raise _mismatch(src, part.sha256, digest.hexdigest(), _reinstall(spec, part.path))
         if total.hexdigest() != out.sha256:
             raise _mismatch(target, out.sha256, total.hexdigest(), "the manifest and its packages disagree; report it")
-        tmp.chmod(0o644)  # mkstemp makes 0600; models are not secrets
-        os.replace(tmp, target)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
     sums.record(target, out.sha256)
 
 

@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from .audio_helpers import espeak, silence, sox, to_16k
+from assistant.bench import daemon_process
+from assistant.bench.daemon_process import settled
+from assistant.bench.synth_conversation import Turn, speak_turns
+
 from .conftest import MODELS_DIR
 from .fake_portaudio import Playlist
 
@@ -42,32 +42,19 @@ PART_TWO = [
 
 
 def make_recording(directory: Path, turns: list[tuple[str, str]], *, gap: float = 1.0) -> Path:
-    directory.mkdir(parents=True, exist_ok=True)
-    parts: list[Path] = [silence(directory / "lead.wav", 0.5)]
-    between = silence(directory / "gap.wav", gap)
-    for i, (who, text) in enumerate(turns):
-        voice, *options = VOICES[who]
-        parts.append(to_16k(espeak(directory / f"{i}_raw.wav", text, voice, *options), directory / f"{i}.wav"))
-        parts.append(between)
-    out = directory / "conversation.wav"
-    sox(*parts, out)
-    return out
+    """`turns` (who, words) said one after another, `gap` seconds apart, after half a second of silence."""
+    said = [Turn(who, text, VOICES[who], pause=0.5 if i == 0 else gap) for i, (who, text) in enumerate(turns)]
+    return speak_turns(directory, said, tail=gap).path
 
 
 @dataclass
-class DaemonProcess:
-    root: Path
-    config: Path
-    socket: Path
-    process: subprocess.Popen[bytes] | None = None
+class DaemonProcess(daemon_process.DaemonProcess):
+    """The package's daemon process, with what the tests add: a fake microphone, a clean-up list."""
+
     # Shared by a module's tests: its fixture ends it, not the per-test cleanup.
     shared: bool = False
     # The fake microphone the daemon hears when it has no source (set by `start(fake_mic=...)`).
     fake_mic: Playlist | None = None
-    log: Path = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.log = self.root / "daemon.log"
 
     @property
     def data_dir(self) -> Path:
@@ -75,7 +62,7 @@ class DaemonProcess:
 
     def env(self) -> dict[str, str]:
         env = {
-            **os.environ,
+            **super().env(),
             "XDG_CONFIG_HOME": str(self.root / "xdg"),
             "XDG_RUNTIME_DIR": str(self.root / "run"),
             "HF_HUB_OFFLINE": "1",
@@ -100,36 +87,14 @@ class DaemonProcess:
         """
         if fake_mic is not None:
             self.fake_mic = fake_mic
-        args = [sys.executable, "-m", "assistant", "--config", str(self.config), "-v", "daemon"]
-        if stdin is not None:
-            args += ["--source", "-"]
-        elif source is not None:
-            args += ["--source", str(source)]
-        with open(self.log, "ab") as log, open(stdin or os.devnull, "rb") as pcm:
-            self.process = subprocess.Popen(args, stdin=pcm, stdout=log, stderr=subprocess.STDOUT, env=self.env())
+        # A restart adds to the log of the runs before it: tests read what every run said.
+        self.launch(source, stdin=stdin, append_log=True)
         _STARTED.append(self)
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise AssertionError(f"the daemon exited with {self.process.returncode}:\n{self.log.read_text()}")
-            try:
-                if self.client().get("/status").status_code == 200:
-                    return self
-            except httpx.TransportError:
-                pass
-            time.sleep(0.5)
-        raise AssertionError(f"the daemon did not answer within {wait} s:\n{self.log.read_text()}")
-
-    def client(self, timeout: float = 60) -> httpx.Client:
-        return httpx.Client(
-            transport=httpx.HTTPTransport(uds=str(self.socket)),
-            base_url="http://assistant",
-            timeout=httpx.Timeout(timeout, read=None),
-        )
-
-    def status(self) -> dict[str, Any]:
-        with self.client() as c:
-            return c.get("/status").json()
+        try:
+            self.wait_until_answering(wait, poll=0.5)
+        except daemon_process.DaemonError as exc:
+            raise AssertionError(f"{exc.reason}:\n{self.log.read_text()}") from None
+        return self
 
     def wait_for(self, predicate: Any, what: str, timeout: float = 300) -> dict[str, Any]:
         deadline = time.monotonic() + timeout
@@ -143,28 +108,6 @@ class DaemonProcess:
     def signal(self, sig: int) -> None:
         assert self.process is not None
         self.process.send_signal(sig)
-
-    def stop(self, timeout: float = 60) -> int:
-        if self.process is None or self.process.poll() is not None:
-            return self.process.returncode if self.process else 0
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            return self.process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-            raise
-
-    def kill(self) -> None:
-        assert self.process is not None
-        self.process.send_signal(signal.SIGKILL)
-        self.process.wait()
-
-
-def settled(s: dict[str, Any]) -> bool:
-    """The source is done and everything it said is transcribed, filed and distilled."""
-    m = s["memory"]
-    return s["state"] == "source ended" and s["idle"] and m["pending_blocks"] == 0 and m["buffered"] == 0
 
 
 _STARTED: list[DaemonProcess] = []
@@ -194,18 +137,14 @@ def running(
         yield d
         assert d.stop() == 0, d.log.read_text()[-5000:]
     finally:
-        if d.process is not None and d.process.poll() is None:
-            d.process.kill()
-            d.process.wait()
+        d.kill_if_running()
 
 
 def kill_leftovers() -> None:
     """A test that failed midway leaves its daemon running: end it (called by a fixture)."""
     for d in [d for d in _STARTED if not d.shared]:
         _STARTED.remove(d)
-        if d.process is not None and d.process.poll() is None:
-            d.process.kill()
-            d.process.wait()
+        d.kill_if_running()
 
 
 def daemon_config(

@@ -12,7 +12,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.audio_helpers import espeak, silence, sox, to_16k
+from assistant.bench.synth_speech import espeak, silence, sox, to_16k
 
 DATA = Path(__file__).resolve().parent.parent / "assistant" / "data"
 SCRIPT = DATA / "demo_recording.tsv"

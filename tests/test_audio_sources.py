@@ -22,10 +22,11 @@ from assistant.audio.microphone import Microphone, MicrophoneError
 from assistant.audio.sources import open_source
 from assistant.audio.stdin import PcmStreamSource
 from assistant.audio.vad import Segmenter
+from assistant.bench.synth_speech import espeak, sox, to_16k
 from assistant.config import AudioOptions
 from assistant.errors import InputError
 from assistant.records import SAMPLE_RATE, AudioBlock, SpeechSegment
-from tests.audio_helpers import Dialog, espeak, make_dialog, read_int16, sox, to_16k, vad_options
+from tests.audio_helpers import Dialog, make_dialog, read_int16, vad_options
 from tests.fake_portaudio import FakeDevice, FakePortAudio
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -11,8 +11,8 @@ import pytest
 
 from assistant.bench.checkpoint import ProbeLog
 from assistant.bench.locomo import ProbeResult, plan_probes, run_locomo
-from assistant.bench.metrics import bleu1, locomo_f1, normalize_answer, partial_f1, rouge_l, token_f1
-from assistant.bench.report import locomo_json, locomo_markdown
+from assistant.bench.locomo_metrics import bleu1, locomo_f1, normalize_answer, partial_f1, rouge_l, token_f1
+from assistant.bench.locomo_report import locomo_json, locomo_markdown
 from assistant.bench.systems import Answerer, Environment
 from assistant.bench.systems.base import render_lines
 from assistant.bench.systems.full import KEEP_AFTER_DROP, FullContextSystem

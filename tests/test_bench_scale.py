@@ -12,7 +12,9 @@ from typing import Any
 
 import pytest
 
-from assistant.bench.scale import ScalePoint, ScaleResult, run_scale, scale_json, scale_markdown
+from assistant.bench.scale import run_scale
+from assistant.bench.scale_report import scale_json, scale_markdown
+from assistant.bench.scale_result import ScalePoint, ScaleResult
 from assistant.bench.synthetic import SyntheticStream, synthetic_utterances
 from assistant.config import Settings, load_settings
 from assistant.errors import InputError

@@ -10,8 +10,8 @@ import pytest
 import soundfile as sf
 from click.testing import CliRunner
 
-from assistant.bench.speech import (
-    HeardPiece,
+from assistant.bench.speech_listen import HeardPiece
+from assistant.bench.speech_metrics import (
     Span,
     align,
     assign_by_trying,
@@ -19,9 +19,10 @@ from assistant.bench.speech import (
     best_mapping,
     diarization_error,
     normalise,
-    turn_delays,
 )
-from assistant.bench.voices import Line, Pacing, Recording, SpokenTurn, ToolMissing, build_recording, check_tools
+from assistant.bench.speech_scoring import turn_delays
+from assistant.bench.synth_conversation import Line, Pacing, Recording, SpokenTurn, build_recording
+from assistant.bench.synth_speech import ToolMissing, check_tools
 from assistant.cli import main
 
 from .conftest import MODELS_DIR
@@ -237,7 +238,7 @@ def test_every_matrix_set_gives_each_voice_turns_by_its_pattern():
     import itertools
     import random
 
-    from assistant.bench.voice_matrix import BACKCHANNEL, SETS, set_script, speaker_order
+    from assistant.bench.voice_matrix_sets import BACKCHANNEL, SETS, set_script, speaker_order
 
     assert len(SETS) >= 12 and len({s.name for s in SETS}) == len(SETS)
     assert {len(s.voices) for s in SETS} >= {2, 3, 4}

@@ -16,9 +16,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from assistant.bench.synth_speech import silence, sox
 from assistant.store.db import _sqlite_module
 
-from .audio_helpers import silence, sox
 from .daemon_helpers import PART_ONE, PART_TWO, Transcript, daemon_config, kill_leftovers, make_recording, settled
 
 SAMPLE = Path(__file__).resolve().parents[1] / "assistant" / "data" / "sample_conversation.jsonl"

@@ -19,7 +19,8 @@ from typing import Any
 import jiwer
 import pytest
 
-from .audio_helpers import espeak, silence, sox
+from assistant.bench.synth_speech import espeak, silence, sox
+
 from .daemon_helpers import (
     PART_ONE,
     VOICES,

@@ -19,7 +19,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from .audio_helpers import silence
+from assistant.bench.synth_speech import silence
+
 from .daemon_helpers import DaemonProcess, daemon_config, kill_leftovers, running, settled
 
 pytestmark = pytest.mark.slow

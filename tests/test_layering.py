@@ -3,7 +3,7 @@
 The layers, bottom to top. A module may import its own unit (the subpackage or top-level module
 it belongs to) and the layers below; never a layer above, nor another unit of its own layer:
 
-  1. errors
+  1. errors, atomic              the package's errors, writing a file whole or not at all
   2. locations, zones, exports, wire
                                  paths on disk, time zones, writing an export file, records <-> JSON
   3. records                     the typed records every stage hands on (one `Speaker`)
@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "assistant"
 
 LAYERS: list[set[str]] = [
-    {"errors"},
+    {"errors", "atomic"},
     {"locations", "zones", "exports", "wire"},
     {"records"},
     {"service"},

@@ -6,7 +6,8 @@ import re
 
 import jiwer
 
-from .audio_helpers import espeak, silence, sox, to_16k
+from assistant.bench.synth_speech import espeak, silence, sox, to_16k
+
 from .test_cli import run
 
 VOICE_A = ("en-us",)

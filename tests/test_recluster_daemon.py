@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from assistant.bench.voices import Line, Pacing, Voice, build_recording, remove_parts
+from assistant.bench.synth_conversation import Line, Pacing, Voice, build_recording, remove_parts
+from assistant.bench.synth_speech import sox
 from assistant.store.db import _sqlite_module
 
-from .audio_helpers import sox
 from .daemon_helpers import Transcript, daemon_config, settled
 from .test_diarize import TEXTS
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from assistant.bench.synth_speech import silence
 from assistant.config import load_settings
 from assistant.daemon.client import AsyncDaemonClient, DaemonClient, DaemonGone, DaemonRefused
 from assistant.errors import InputError
@@ -40,7 +41,6 @@ from assistant.service import AsyncMemoryService, MemoryService
 from assistant.transcripts import read_conversations
 from assistant.wire import from_json, on_wire, to_json
 
-from .audio_helpers import silence
 from .daemon_helpers import DaemonProcess, daemon_config, kill_leftovers, running
 
 SAMPLE = Path(__file__).resolve().parents[1] / "assistant" / "data" / "sample_conversation.jsonl"

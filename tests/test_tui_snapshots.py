@@ -16,9 +16,9 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input
 
+from assistant.bench.synth_speech import silence
 from assistant.tui.app import AssistantApp
 
-from .audio_helpers import silence
 from .daemon_helpers import DaemonProcess, daemon_config, kill_leftovers, running
 
 SIZES = [(80, 24), (160, 48)]

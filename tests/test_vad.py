@@ -14,19 +14,10 @@ import soundfile as sf
 from assistant.audio.files import FileSource
 from assistant.audio.silero import SileroCheck
 from assistant.audio.vad import Segmenter, speech_segments
+from assistant.bench.synth_speech import espeak, silence, sox, speech_bounds, to_16k
 from assistant.config import load_settings
 from assistant.records import SAMPLE_RATE, AudioBlock, SpeechSegment
-from tests.audio_helpers import (
-    Dialog,
-    espeak,
-    make_dialog,
-    read_int16,
-    silence,
-    sox,
-    speech_bounds,
-    to_16k,
-    vad_options,
-)
+from tests.audio_helpers import Dialog, make_dialog, read_int16, vad_options
 
 FRAME = 0.03
 

@@ -18,6 +18,7 @@ import pytest
 import soundfile as sf
 from onnx import TensorProto, helper, numpy_helper
 
+from assistant.bench.synth_speech import espeak, speech_bounds, to_16k
 from assistant.config import load_settings
 from assistant.errors import ConfigError, InputError, ModelError
 from assistant.records import SAMPLE_RATE, Voiceprint
@@ -32,7 +33,6 @@ from assistant.speech.voice_encoders import (
     kaldi_fbank,
 )
 
-from .audio_helpers import espeak, speech_bounds, to_16k
 from .conftest import MODELS_DIR
 
 VOICE_A = "en-us"

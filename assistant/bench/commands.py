@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 
 import click
 
+from ..atomic import write_text_atomically
 from ..config import Settings, load_settings
 from ..errors import InputError
 from .systems import SYSTEMS
@@ -21,9 +22,7 @@ def _write(path: Path | None, text: str) -> None:
         return
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
+        write_text_atomically(path, text)
     except OSError as exc:
         raise InputError(f"{path}: cannot write the results: {exc.strerror}") from None
     click.echo(f"wrote {path}")
@@ -100,7 +99,7 @@ def locomo(
 ) -> None:
     """Stream LoCoMo conversations into each system; ask each question after its evidence and at the end."""
     from .locomo import count_steps, default_data, run_locomo, select_conversations
-    from .report import locomo_json, locomo_markdown
+    from .locomo_report import locomo_json, locomo_markdown
 
     settings = load_settings(ctx.obj["config"])
     path = data or default_data(settings)
@@ -175,7 +174,8 @@ def scale(
     work_dir: Path | None,
 ) -> None:
     """Stream a synthetic conversation and show whether per-step cost stays flat as it grows."""
-    from .scale import run_scale, scale_json, scale_markdown
+    from .scale import run_scale
+    from .scale_report import scale_json, scale_markdown
 
     settings = load_settings(ctx.obj["config"])
     try:
@@ -268,17 +268,11 @@ def speech(
     import tempfile
 
     from .locomo import default_data
-    from .speech import (
-        bench_settings,
-        count_lines,
-        listening_seconds,
-        prepare,
-        read_scripts,
-        run_speech,
-        speech_json,
-        speech_markdown,
-    )
-    from .voices import Pacing, check_tools
+    from .speech_report import speech_json, speech_markdown
+    from .speech_run import bench_settings, listening_seconds, run_speech
+    from .speech_scripts import count_lines, prepare, read_scripts
+    from .synth_conversation import Pacing
+    from .synth_speech import check_tools
 
     settings = load_settings(ctx.obj["config"])
     path = data or default_data(settings)
@@ -334,7 +328,9 @@ def _voice_matrix(
     json_out: Path | None,
     md_out: Path | None,
 ) -> None:
-    from .voice_matrix import SETS, matrix_json, matrix_markdown, run_matrix
+    from .voice_matrix import run_matrix
+    from .voice_matrix_report import matrix_json, matrix_markdown
+    from .voice_matrix_sets import SETS
 
     chosen = list(SETS)
     if sets:
@@ -405,8 +401,10 @@ def daemon(
     import sys
     import tempfile
 
-    from .daemon_load import SCRIPT, Plan, daemon_markdown, run_daemon_bench
-    from .voices import check_tools
+    from .daemon_load import run_daemon_bench
+    from .daemon_load_plan import SCRIPT, Plan
+    from .daemon_load_report import daemon_markdown
+    from .synth_speech import check_tools
 
     settings = load_settings(ctx.obj["config"])
     check_tools()

@@ -33,7 +33,7 @@ from ..models import resolve
 from ..transcripts import Conversation, Question, read_conversations
 from .checkpoint import ProbeLog
 from .host import Machine, machine
-from .metrics import score_answer
+from .locomo_metrics import score_answer
 from .systems import SYSTEMS, Answerer, Environment, FormationCost, System
 
 log = logging.getLogger(__name__)

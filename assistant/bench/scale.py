@@ -34,9 +34,7 @@ import tempfile
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -46,7 +44,8 @@ from ..errors import InputError
 from ..memory.api import Memory
 from ..memory.engine import clean_utterance, split_long
 from ..records import Utterance
-from .host import Machine, machine
+from .host import machine
+from .scale_result import ScalePoint, ScaleResult
 from .stats import percentile
 from .synthetic import SyntheticStream
 
@@ -54,118 +53,10 @@ DEFAULT_SIZES = (1_000, 10_000, 100_000)
 # Ingest timings per point: the last this-many utterances before each checkpoint (fewer when the
 # smallest size is smaller), the same count at every size so the distributions compare.
 DEFAULT_WINDOW = 1_000
-# A largest/smallest ratio at or below this reads as flat: timings on a shared two-core machine
-# wander by tens of percent between runs, while growth with the stream would show as 10x or 100x.
-FLAT_RATIO = 1.5
-RATIO_KEYS = ("ingest_ms_median", "ingest_ms_p95", "ingest_ms_mean", "retrieval_ms_median", "retrieval_ms_p95")
 # Utterances between the timed windows are embedded this many at a time, ahead of their steps.
 EMBED_AHEAD = 2_000
-# What the verdict reads: the medians and the amortised mean. The p95 of a few dozen queries on a
-# shared machine is mostly noise (one preempted call moves it), so p95s are shown, not judged.
-JUDGED_KEYS = ("ingest_ms_median", "ingest_ms_mean", "retrieval_ms_median")
-# The memory counts as full once it holds this share of T_max: before that the tree still grows
-# with the stream and so may its cost; from then on the budget is what keeps it bounded.
-FULL_SHARE = 0.9
 
 _MODES: tuple[str, ...] = next(f.metadata["choices"] for f in dataclasses.fields(DistillOptions) if f.name == "mode")
-
-
-@dataclass(frozen=True)
-class ScalePoint:
-    """The memory after `utterances` utterances of the stream."""
-
-    utterances: int
-    # Ingest: milliseconds per `Memory.add` over the last `window` utterances before this point.
-    window: int
-    ingest_ms_median: float
-    ingest_ms_p95: float
-    ingest_ms_mean: float
-    blocks_mounted: int  # blocks distilled and mounted within the window
-    llm_calls: int  # distillation LLM calls within the window (0 in extractive mode)
-    # Retrieval: `Memory.search` over probe questions about facts the stream stated recently.
-    queries: int
-    retrieval_ms_median: float
-    retrieval_ms_p95: float
-    hit_rate: float  # share of probes whose answer context holds the latest stated value
-    stale_rate: float  # share whose context holds only a superseded value
-    context_tokens_median: float
-    # The memory itself.
-    memory_tokens: int
-    token_budget: int
-    scenes: int
-    events: int
-    amus: int
-    pending_blocks: int
-    archived_utterances: int
-    database_bytes: int  # database file plus its write-ahead log
-    rss_mb: float | None  # resident memory now (None where /proc is not available)
-    peak_rss_mb: float  # the process's high-water mark so far: it can only rise
-    elapsed_s: float  # wall time since the stream started
-
-    @property
-    def nodes(self) -> int:
-        return self.scenes + self.events + self.amus
-
-
-@dataclass(frozen=True)
-class ScaleResult:
-    points: tuple[ScalePoint, ...]
-    distill_mode: str
-    seed: int
-    speakers: int
-    queries: int
-    models: tuple[tuple[str, str], ...]  # (role, model as configured)
-    machine: Machine
-    wall_s: float
-    # Whether utterances outside the timed windows were embedded ahead, in batches.
-    embedded_ahead: bool = False
-
-    @property
-    def ratios(self) -> dict[str, float | None]:
-        """Largest size over smallest for each timing; None with one size or a zero denominator."""
-        if len(self.points) < 2:
-            return dict.fromkeys(RATIO_KEYS)
-        return _ratios(self.points[0], self.points[-1])
-
-    @property
-    def full_from(self) -> ScalePoint | None:
-        """The first point at which the memory held FULL_SHARE of T_max, if a larger point follows it."""
-        full = [p for p in self.points[:-1] if p.memory_tokens >= FULL_SHARE * p.token_budget]
-        return full[0] if full else None
-
-    @property
-    def full_ratios(self) -> dict[str, float | None] | None:
-        """Largest size over the first full one: the claim of Appendix A.4 is about this regime."""
-        start = self.full_from
-        return _ratios(start, self.points[-1]) if start is not None else None
-
-    @property
-    def flat(self) -> bool | None:
-        """Whether the judged ratios (largest over smallest) are within FLAT_RATIO; None with one size."""
-        return _flat(self.ratios)
-
-    @property
-    def flat_when_full(self) -> bool | None:
-        """The same judgement from the first full size on; None when the budget never filled before the last size."""
-        return _flat(self.full_ratios) if self.full_ratios is not None else None
-
-
-def _ratios(small: ScalePoint, large: ScalePoint) -> dict[str, float | None]:
-    out: dict[str, float | None] = {}
-    for k in RATIO_KEYS:
-        lo, hi = getattr(small, k), getattr(large, k)
-        out[k] = hi / lo if lo > 0 else None
-    return out
-
-
-def _flat(ratios: dict[str, float | None]) -> bool | None:
-    judged = [ratios[k] for k in JUDGED_KEYS]
-    if any(v is None for v in judged):
-        return None
-    return all(v is not None and v <= FLAT_RATIO for v in judged)
-
-
-# --- running --------------------------------------------------------------------------------
 
 
 def _checkpoints(sizes: Sequence[int]) -> list[int]:
@@ -406,130 +297,3 @@ def run_scale(
         wall_s=time.perf_counter() - started,
         embedded_ahead=embed_ahead and ahead.used > 0,
     )
-
-
-# --- reporting ------------------------------------------------------------------------------
-
-
-def scale_json(result: ScaleResult) -> dict[str, Any]:
-    points = []
-    for p in result.points:
-        row = dataclasses.asdict(p)
-        row["nodes"] = p.nodes
-        points.append(row)
-    return {
-        "benchmark": "scale",
-        "distill_mode": result.distill_mode,
-        "seed": result.seed,
-        "speakers": result.speakers,
-        "queries": result.queries,
-        "models": dict(result.models),
-        "machine": dataclasses.asdict(result.machine),
-        "wall_s": result.wall_s,
-        "embedded_ahead": result.embedded_ahead,
-        "points": points,
-        "ratios": result.ratios,
-        "full_from": result.full_from.utterances if result.full_from is not None else None,
-        "full_ratios": result.full_ratios,
-        "flat_ratio": FLAT_RATIO,
-        "judged": list(JUDGED_KEYS),
-        "flat": result.flat,
-        "flat_when_full": result.flat_when_full,
-    }
-
-
-def _mb(n: float) -> str:
-    return f"{n / 1e6:,.1f} MB"
-
-
-def _ratio(v: float | None) -> str:
-    return "n/a" if v is None else f"{v:.2f}x"
-
-
-def _duration(seconds: float) -> str:
-    minutes, s = divmod(round(seconds), 60)
-    hours, m = divmod(minutes, 60)
-    return f"{hours}h{m:02d}m{s:02d}s" if hours else f"{m}m{s:02d}s"
-
-
-def _ratio_line(title: str, small: ScalePoint, large: ScalePoint, r: dict[str, float | None], flat: bool | None) -> str:
-    verdict = {True: "flat", False: "not flat", None: "undecided"}[flat]
-    return (
-        f"{title}, {large.utterances:,} / {small.utterances:,} utterances: ingest per utterance median "
-        f"{_ratio(r['ingest_ms_median'])}, p95 {_ratio(r['ingest_ms_p95'])}, mean {_ratio(r['ingest_ms_mean'])}; "
-        f"retrieval median {_ratio(r['retrieval_ms_median'])}, p95 {_ratio(r['retrieval_ms_p95'])}. "
-        f"Verdict: **{verdict}** (medians and mean each at most {FLAT_RATIO}x)."
-    )
-
-
-def scale_markdown(result: ScaleResult) -> str:
-    models = dict(result.models)
-    if result.distill_mode == "llm":
-        mode = f"llm (event phrase and scene written by {models['distill_llm']})"
-    else:
-        mode = (
-            "extractive (no LLM: the event is the block's most central line, the scene its main noun; "
-            f"the tokenizer of {models['llm']} still measures every node)"
-        )
-    m = result.machine
-    window = result.points[0].window if result.points else 0
-    llm_column = result.distill_mode == "llm"
-    lines = [
-        "## Scale: per-step cost against the length of the stream",
-        "",
-        f"Distillation: **{mode}**.",
-        f"Models: LLM {models['llm']}, embedder {models['embedder']}, entities {models['entities']}.",
-        f"Machine: {m.describe()}; run on {m.date}, wall time {_duration(result.wall_s)}.",
-        f"Stream: synthetic (`assistant/bench/synthetic.py`), seed {result.seed}, {result.speakers} speakers, "
-        "fed one utterance per `Memory.add` (its own transaction)"
-        + (
-            f"; between the timed windows, utterances were embedded ahead in batches of up to {EMBED_AHEAD:,} "
-            "(the timed windows embed inline, as the daemon does)."
-            if result.embedded_ahead
-            else "."
-        ),
-        "",
-        "| utterances | ingest ms/utt median (p95) | mean | blocks"
-        + (" | LLM calls" if llm_column else "")
-        + " | retrieval ms median (p95) | hit (stale) | memory tokens / T_max | scenes / events / units | database"
-        " | RSS (peak) |",
-        "|---:|---:|---:|---:" + ("|---:" if llm_column else "") + "|---:|---:|---:|---:|---:|---:|",
-    ]
-    for p in result.points:
-        rss = f"{p.rss_mb:,.0f}" if p.rss_mb is not None else "?"
-        lines.append(
-            f"| {p.utterances:,} | {p.ingest_ms_median:.1f} ({p.ingest_ms_p95:.1f}) | {p.ingest_ms_mean:.1f} "
-            f"| {p.blocks_mounted:,}"
-            + (f" | {p.llm_calls:,}" if llm_column else "")
-            + f" | {p.retrieval_ms_median:.1f} ({p.retrieval_ms_p95:.1f}) | {p.hit_rate:.2f} ({p.stale_rate:.2f}) "
-            f"| {p.memory_tokens:,} / {p.token_budget:,} | {p.scenes:,} / {p.events:,} / {p.amus:,} "
-            f"| {_mb(p.database_bytes)} | {rss} ({p.peak_rss_mb:,.0f}) MB |"
-        )
-    lines.append("")
-    if len(result.points) >= 2:
-        large = result.points[-1]
-        lines.append(_ratio_line("Largest / smallest", result.points[0], large, result.ratios, result.flat))
-        start, full = result.full_from, result.full_ratios
-        if start is not None and full is not None and start is not result.points[0]:
-            lines.append("")
-            lines.append(
-                _ratio_line(
-                    f"Once the memory is full ({FULL_SHARE:.0%} of T_max or more)",
-                    start,
-                    large,
-                    full,
-                    result.flat_when_full,
-                )
-            )
-        lines.append("")
-    lines.append(
-        f"Ingest times are per utterance over the last {window:,} utterances before each size: the median is a "
-        "step that only embeds, archives and buffers, the p95 one that also distils, mounts and budgets a block, "
-        f"the mean the amortised cost. Retrieval is `Memory.search` for {result.queries} probe questions per size "
-        "about facts the stream stated recently (without counting the use); hit means the context handed to the "
-        "LLM holds the latest stated value, stale that it holds only a superseded one. Blocks counts those "
-        "mounted within the window. The database includes the raw utterance archive with its vectors, which "
-        "grows with the stream by design; the tree is bounded by T_max. Peak RSS is the process's high-water "
-        "mark so far."
-    )
-    return "\n".join(lines) + "\n"

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import locations
+from ..atomic import write_text_atomically
 from ..errors import AssistantError, InputError
 
 UNIT = "assistant.service"
@@ -92,16 +93,12 @@ def render(executable: Path) -> str:
     return template.replace(PLACEHOLDER, _quote_exec(executable))
 
 
-def _write_atomic(path: Path, text: str) -> None:
+def _write_unit(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        tmp.write_text(text, encoding="utf-8")
         # Explicit, not from the umask: a unit is configuration, conventionally world-readable.
-        tmp.chmod(0o644)
-        tmp.replace(path)
+        write_text_atomically(path, text, permissions=0o644)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
         raise ServiceError(f"{path}: cannot write the unit: {exc}") from None
 
 
@@ -131,7 +128,7 @@ def install(executable: Path | None = None, *, enable: bool = True) -> InstallRe
         if not (exe.is_file() and os.access(exe, os.X_OK)):
             raise InputError(f"{exe}: not an executable file")
     path = unit_path()
-    _write_atomic(path, render(exe))
+    _write_unit(path, render(exe))
     if not enable:
         return InstallReport(path, exe, enabled=False)
     commands: list[str] = []

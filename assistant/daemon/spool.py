@@ -9,7 +9,6 @@ or a stop are the first thing the next start transcribes.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from collections import deque
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
+from ..atomic import atomic_bytes
 from ..records import SAMPLE_RATE, SpeechSegment
 
 log = logging.getLogger(__name__)
@@ -165,14 +165,9 @@ class SegmentQueue:
             self._seq += 1
             seq = self._seq
         path = self.spool_dir / _name(seq, segment)
-        tmp = self.spool_dir / f".{path.name}.tmp"
         pcm = np.clip(np.round(segment.samples * 32767), -32768, 32767).astype(np.int16)
-        with open(tmp, "wb") as fh:
+        with atomic_bytes(path, permissions=0o600) as fh:
             sf.write(fh, pcm, SAMPLE_RATE, format="WAV", subtype="PCM_16")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o600)
-        tmp.replace(path)
         return path
 
     def _read(self, path: Path) -> SpeechSegment:

@@ -1,4 +1,5 @@
-"""Multi-speaker recordings of written conversations, spoken by espeak-ng and assembled with sox.
+"""Multi-speaker recordings of written conversations, spoken by espeak-ng and assembled with sox
+(`synth_speech.py`), each with the truth of who speaks when.
 
 Each speaker gets an espeak-ng voice of its own (alternately male and female: the voice encoder
 does not tell two synthetic male voices apart, see BENCHMARKS.md "Listening chain"). Turns follow
@@ -9,33 +10,27 @@ diarization and delays against.
 
 Overlaps only ever involve two consecutive turns, so the recording is two tracks (even and odd
 turns) mixed together; a turn never starts before the turn two back has ended.
+
+`speak_turns` makes the plainer recordings the tests listen to: turns one after another, each
+after a set pause, espeak-ng's output kept whole.
 """
 
 from __future__ import annotations
 
 import random
 import shutil
-import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import soundfile as sf
 
 from ..errors import AssistantError
 from ..records import SAMPLE_RATE
+from .synth_speech import audible_span, check_tools, espeak, silence, sox, to_16k
 
-# What each tool is called in Debian's archive (they are system packages, not pip ones).
-TOOLS = {"espeak-ng": "espeak-ng", "sox": "sox"}
-# espeak-ng pads its output with digital silence; anything louder than this is speech.
-AUDIBLE = 0.01
 # Audio kept either side of a turn's audible speech, so sox's resampler does not clip its edges.
 EDGE_SECONDS = 0.05
-
-
-class ToolMissing(AssistantError):
-    """A program the recordings are made with is not installed."""
 
 
 @dataclass(frozen=True)
@@ -45,6 +40,9 @@ class Voice:
     name: str
     pitch: int
     speed: int
+
+    def options(self) -> tuple[str, str, str, str]:
+        return ("-p", str(self.pitch), "-s", str(self.speed))
 
 
 # Male and female alternate so that the first two speakers (LoCoMo has two) are clearly different
@@ -131,34 +129,6 @@ class _Clip:
     last: int
 
 
-def check_tools() -> None:
-    """Fail early, naming the Debian package to install, when espeak-ng or sox is missing."""
-    missing = [tool for tool in TOOLS if shutil.which(tool) is None]
-    if missing:
-        packages = " ".join(TOOLS[t] for t in missing)
-        raise ToolMissing(
-            f"{' and '.join(missing)} not found on PATH; the speech benchmark speaks and mixes its recordings "
-            f"with them: install the Debian package(s) with `sudo apt-get install {packages}`"
-        )
-
-
-def _run(args: Sequence[str | Path]) -> None:
-    try:
-        subprocess.run([str(a) for a in args], check=True, capture_output=True)
-    except FileNotFoundError:
-        check_tools()
-        raise
-    except subprocess.CalledProcessError as exc:
-        reason = exc.stderr.decode("utf-8", "replace").strip() or f"exit status {exc.returncode}"
-        raise AssistantError(f"{args[0]} failed: {reason}") from None
-
-
-def _sox(args: Sequence[str | Path]) -> None:
-    # -D: no dither. sox dithers randomly when it writes 16-bit samples, and a ±1 LSB change where
-    # speech fades out can move a turn's last audible sample by tens of milliseconds between runs.
-    _run(["sox", "-D", *args])
-
-
 def cast_voices(speakers: Sequence[str], chosen: Mapping[str, Voice] | None = None) -> tuple[Casting, ...]:
     """One voice per speaker, in order of first appearance: the chosen one, else the next of `VOICES`."""
     order = list(dict.fromkeys(speakers))
@@ -169,29 +139,18 @@ def cast_voices(speakers: Sequence[str], chosen: Mapping[str, Voice] | None = No
     return tuple(Casting(s, chosen.get(s) or VOICES[i % len(VOICES)]) for i, s in enumerate(order))
 
 
-def _audible(path: Path) -> tuple[int, int] | None:
-    audio, _rate = sf.read(path, dtype="float32", always_2d=True)
-    loud = np.flatnonzero(np.abs(audio[:, 0]) > AUDIBLE)
-    return (int(loud[0]), int(loud[-1])) if len(loud) else None
-
-
 def _speak(line: Line, index: int, voice: Voice, work: Path) -> _Clip | None:
     """espeak-ng the line, then cut it to its audible speech (plus edges) at SAMPLE_RATE."""
-    text = work / f"line{index:05d}.txt"
-    # The text goes through a file: a line starting with "-" would read as an option.
-    text.write_text(line.text, encoding="utf-8")
-    raw = work / f"line{index:05d}-raw.wav"
-    _run(["espeak-ng", "-v", voice.name, "-p", str(voice.pitch), "-s", str(voice.speed), "-f", text, "-w", raw])
-    bounds = _audible(raw)
+    raw = espeak(work / f"line{index:05d}-raw.wav", line.text, voice.name, *voice.options())
+    bounds = audible_span(raw)
     if bounds is None:
         return None
     rate = sf.info(raw).samplerate
     begin = max(0.0, bounds[0] / rate - EDGE_SECONDS)
     length = (bounds[1] + 1) / rate + EDGE_SECONDS - begin
-    clip = work / f"line{index:05d}.wav"
-    _sox([raw, "-r", str(SAMPLE_RATE), "-b", "16", "-c", "1", clip, "trim", f"{begin:.6f}", f"{length:.6f}"])
+    clip = to_16k(raw, work / f"line{index:05d}.wav", "trim", f"{begin:.6f}", f"{length:.6f}")
     # Measured again after resampling, so the reference spans are exact in the recording's samples.
-    found = _audible(clip)
+    found = audible_span(clip)
     if found is None:
         return None
     return _Clip(index, clip, sf.info(clip).frames, found[0], found[1])
@@ -252,7 +211,7 @@ def build_recording(
         start = max(start, track_end[k] + clip.first)
         offset = start - clip.first
         padded = work / f"line{i:05d}-padded.wav"
-        _sox([clip.path, padded, "pad", f"{offset - track_end[k]}s"])
+        sox(clip.path, padded, "pad", f"{offset - track_end[k]}s")
         tracks[k].append(padded)
         track_end[k] = offset + clip.samples
         end = start + speech - 1
@@ -274,14 +233,83 @@ def build_recording(
     for k, parts in enumerate(tracks):
         if parts:
             track = work / f"track{k}.wav"
-            _sox([*parts, track])
+            sox(*parts, track)
             joined.append(track)
     # Each track at half volume, so an overlap cannot clip; then the peak is brought back to -1 dBFS.
     mix = ["-m", "-v", "0.5", joined[0], "-v", "0.5", joined[1]] if len(joined) == 2 else [joined[0]]
-    _sox([*mix, out, "pad", "0", f"{pacing.tail}", "gain", "-n", "-1"])
+    sox(*mix, out, "pad", "0", f"{pacing.tail}", "gain", "-n", "-1")
     return Recording(out, sf.info(out).frames / rate, tuple(turns), cast, tuple(silent))
 
 
 def remove_parts(directory: Path, name: str) -> None:
     """Drop the per-line files `build_recording` left beside the recording."""
     shutil.rmtree(directory / f"{name}-parts", ignore_errors=True)
+
+
+# --- turn by turn ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Turn:
+    """A turn said after `pause` seconds of silence, in an espeak-ng voice given as its arguments."""
+
+    speaker: str
+    text: str
+    voice: tuple[str, ...]  # -v's voice, then options of its own: ("en-us", "-s", "160")
+    pause: float = 0.0
+
+
+@dataclass(frozen=True)
+class SpokenTurns:
+    path: Path
+    turns: tuple[SpokenTurn, ...]
+
+
+def speak_turns(
+    directory: Path, turns: Sequence[Turn], *, name: str = "conversation", tail: float = 0.0
+) -> SpokenTurns:
+    """Say `turns` one after another into `directory/name.wav` (16 kHz mono), then `tail` seconds of silence.
+
+    Unlike `build_recording`, each turn keeps all of espeak-ng's output, the digital silence it
+    pads speech with included, and nobody cuts in: a plain recording for the tests, whose
+    expectations were measured on exactly this audio. The spans are still where each voice is.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    pauses: dict[float, Path] = {}
+
+    def pause(seconds: float) -> Path:
+        if seconds not in pauses:
+            pauses[seconds] = silence(directory / f"{name}-pause-{seconds}.wav", seconds)
+        return pauses[seconds]
+
+    parts: list[Path] = []
+    spoken: list[SpokenTurn] = []
+    at = 0  # samples before the next part
+    for i, turn in enumerate(turns):
+        if turn.pause > 0:
+            parts.append(pause(turn.pause))
+            at += sf.info(parts[-1]).frames
+        voice, *options = turn.voice
+        raw = espeak(directory / f"{name}-{i}-raw.wav", turn.text, voice, *options)
+        parts.append(to_16k(raw, directory / f"{name}-{i}.wav"))
+        span = audible_span(parts[-1])
+        if span is None:
+            raise AssistantError(f"{name}: espeak-ng made no audible speech of turn {i} ({turn.text!r})")
+        first, last = span
+        spoken.append(
+            SpokenTurn(
+                index=i,
+                speaker=turn.speaker,
+                text=turn.text,
+                voice=" ".join(turn.voice),
+                start=(at + first) / SAMPLE_RATE,
+                end=(at + last + 1) / SAMPLE_RATE,
+                overlapped=False,
+            )
+        )
+        at += sf.info(parts[-1]).frames
+    if tail > 0:
+        parts.append(pause(tail))
+    out = directory / f"{name}.wav"
+    sox(*parts, out)
+    return SpokenTurns(out, tuple(spoken))
