@@ -412,6 +412,12 @@ class Status:
     uptime_seconds: float
     push_to_talk: bool
 
+    @property
+    def settled(self) -> bool:
+        """The source is done and everything it said is transcribed, filed and distilled."""
+        m = self.memory
+        return self.state == "source ended" and self.idle and m.pending_blocks == 0 and m.buffered == 0
+
 
 @dataclass(frozen=True)
 class MergeSuggestion:

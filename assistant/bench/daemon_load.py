@@ -33,7 +33,7 @@ from ..config import Settings
 from .daemon_load_clients import ASK_TIMEOUT, AskResult, LiveReader, StatusPoller, ask
 from .daemon_load_plan import LOAD_AFTER_UTTERANCES, PACING, QUESTIONS, SCRIPT, Plan, client_questions
 from .daemon_load_scoring import ObservedPass, compare, score_pass
-from .daemon_process import DaemonError, DaemonProcess, settled
+from .daemon_process import DaemonError, DaemonProcess
 from .host import machine
 from .synth_conversation import Recording, build_recording, remove_parts
 
@@ -142,7 +142,7 @@ def run_pass(
                 )
             # The recording plays to its end whatever happens; then what was heard is filed.
             time.sleep(max(0.0, t0 + recording.duration - time.time()))
-            if not _wait(lambda: (s := poller.last()) is not None and settled(s), SETTLE_TIMEOUT, step=0.5):
+            if not _wait(lambda: (s := poller.last()) is not None and s.settled, SETTLE_TIMEOUT, step=0.5):
                 progress(f"{name}: not settled {SETTLE_TIMEOUT:.0f} s after the recording ended")
             deadline = time.monotonic() + ASK_TIMEOUT
             for thread in threads:
@@ -158,7 +158,8 @@ def run_pass(
                     step=0.5,
                 )
             rss_kib, peak_kib = daemon.memory_kib()
-            final = daemon.status(read=60)
+            with daemon.service(read=60) as service:
+                final = service.status()
         finally:
             fast.close()
             poller.close()

@@ -3,14 +3,12 @@ transcript (fast, or slowly enough to fall behind), poll /status, ask questions.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
-import httpx
-
+from ..errors import AssistantError
+from ..records import Answer, Connected, HeardLine, Skipped, Status
 from .daemon_process import DaemonProcess
 
 STATUS_EVERY = 0.5  # seconds between /status polls
@@ -29,15 +27,15 @@ class LiveReader:
 
     daemon: DaemonProcess
     interval: float = 0.0
-    utterances: list[tuple[float, dict[str, Any]]] = field(default_factory=list)
+    utterances: list[tuple[float, HeardLine]] = field(default_factory=list)
     skipped: int = 0
-    hello: dict[str, Any] | None = None
+    hello: Connected | None = None
     error: str | None = None
 
     def __post_init__(self) -> None:
         # The stream sends nothing while nobody speaks, so a silence over 30 s ends this reader with
         # an error (reported as live_stream_error). The limit is what earlier reports ran with.
-        self._client = self.daemon.client(timeout=30, read=30)
+        self._client = self.daemon.service(timeout=30, read=30)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._read, name="live-reader", daemon=True)
 
@@ -47,21 +45,16 @@ class LiveReader:
 
     def _read(self) -> None:
         try:
-            with self._client.stream("GET", "/utterances/stream") as response:
-                for line in response.iter_lines():
-                    if not line.strip():
-                        continue
-                    event = json.loads(line)
-                    kind = event.get("type")
-                    if kind == "utterance":
-                        self.utterances.append((time.time(), event))
-                    elif kind == "skipped":
-                        self.skipped += int(event.get("count", 0))
-                    elif kind == "hello":
-                        self.hello = event
-                    if self.interval and self._stop.wait(self.interval):
-                        return
-        except (httpx.TransportError, httpx.StreamError) as exc:
+            for event in self._client.utterances():
+                if isinstance(event, HeardLine):
+                    self.utterances.append((time.time(), event))
+                elif isinstance(event, Skipped):
+                    self.skipped += event.count
+                elif isinstance(event, Connected):
+                    self.hello = event
+                if self.interval and self._stop.wait(self.interval):
+                    return
+        except AssistantError as exc:
             if not self._stop.is_set():
                 self.error = f"{type(exc).__name__}: {exc}"
 
@@ -71,12 +64,29 @@ class LiveReader:
         self._thread.join(5)
 
 
+@dataclass(frozen=True)
+class Sample:
+    """One /status poll: when it was answered (wall clock), how long it took, and what it said."""
+
+    at: float
+    ms: float
+    status: Status
+
+    @property
+    def lag(self) -> float:
+        return self.status.lag_seconds
+
+    @property
+    def queued(self) -> int:
+        return self.status.queued_segments + self.status.spooled_segments
+
+
 @dataclass
 class StatusPoller:
     """/status every STATUS_EVERY seconds: the lag and queue it reports, and how long it took."""
 
     daemon: DaemonProcess
-    samples: list[dict[str, Any]] = field(default_factory=list)
+    samples: list[Sample] = field(default_factory=list)
     failures: int = 0
 
     def __post_init__(self) -> None:
@@ -88,27 +98,19 @@ class StatusPoller:
         return self
 
     def _poll(self) -> None:
-        with self.daemon.client(timeout=120, read=120) as c:
+        with self.daemon.service(timeout=120, read=120) as service:
             while not self._stop.is_set():
                 t0 = time.perf_counter()
                 try:
-                    s = c.get("/status").json()
-                except (httpx.TransportError, ValueError):
+                    s = service.status()
+                except (AssistantError, ValueError):
                     self.failures += 1
                 else:
-                    self.samples.append(
-                        {
-                            "at": time.time(),
-                            "ms": (time.perf_counter() - t0) * 1000,
-                            "lag": float(s["lag_seconds"]),
-                            "queued": int(s["queued_segments"]) + int(s["spooled_segments"]),
-                            "status": s,
-                        }
-                    )
+                    self.samples.append(Sample(time.time(), (time.perf_counter() - t0) * 1000, s))
                 self._stop.wait(STATUS_EVERY)
 
-    def last(self) -> dict[str, Any] | None:
-        return self.samples[-1]["status"] if self.samples else None
+    def last(self) -> Status | None:
+        return self.samples[-1].status if self.samples else None
 
     def close(self) -> None:
         self._stop.set()
@@ -133,26 +135,15 @@ def ask(daemon: DaemonProcess, client: int, question: str) -> AskResult:
     result = AskResult(client, question, time.time())
     t0 = time.perf_counter()
     try:
-        with (
-            daemon.client(timeout=60, read=ASK_TIMEOUT) as c,
-            c.stream("POST", "/ask", json={"question": question}) as response,
-        ):
-            if response.status_code != 200:
-                result.error = f"HTTP {response.status_code}: {response.read().decode(errors='replace')[:200]}"
-                return result
-            for line in response.iter_lines():
-                if not line.strip():
-                    continue
-                event = json.loads(line)
-                if event["type"] == "token" and result.first_token is None:
-                    result.first_token = time.perf_counter() - t0
-                elif event["type"] == "answer":
+        with daemon.service(timeout=60, read=ASK_TIMEOUT) as service:
+            for piece in service.ask(question):
+                if isinstance(piece, Answer):
                     result.answer = time.perf_counter() - t0
-                    result.knows = bool(event["knows"])
-                    result.used_llm = int(event["context_tokens"]) > 0
-                    result.text = str(event["text"])
-                elif event["type"] == "error":
-                    result.error = str(event["error"])
-    except (httpx.TransportError, httpx.StreamError, ValueError, KeyError) as exc:
+                    result.knows = piece.knows
+                    result.used_llm = piece.context_tokens > 0
+                    result.text = piece.text
+                elif result.first_token is None:
+                    result.first_token = time.perf_counter() - t0
+    except (AssistantError, ValueError) as exc:
         result.error = f"{type(exc).__name__}: {exc}"
     return result

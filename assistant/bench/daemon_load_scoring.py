@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from ..records import HeardLine, Status
 from .daemon_load_clients import AskResult, LiveReader, StatusPoller
 from .daemon_load_plan import Plan
 from .stats import percentile
@@ -30,7 +31,7 @@ def turn_of(recording: Recording, offset: float) -> int | None:
     return best
 
 
-def acknowledgements(recording: Recording, heard: list[tuple[float, dict[str, Any]]], t0: float) -> list[float | None]:
+def acknowledgements(recording: Recording, heard: list[tuple[float, HeardLine]], t0: float) -> list[float | None]:
     """Per turn, when the last utterance holding its words was acknowledged (None: never).
 
     Each utterance carries the time its speech started, stamped by the daemon from the moment it
@@ -38,7 +39,7 @@ def acknowledgements(recording: Recording, heard: list[tuple[float, dict[str, An
     """
     done: list[float | None] = [None] * len(recording.turns)
     for received, event in heard:
-        i = turn_of(recording, float(event["time"]) - t0)
+        i = turn_of(recording, event.time - t0)
         if i is not None:
             done[i] = max(done[i] or 0.0, received)
     return done
@@ -76,7 +77,7 @@ class ObservedPass:
     load_ended: float | None
     rss_kib: int
     peak_kib: int
-    final: dict[str, Any]  # /status once everything was heard
+    final: Status  # /status once everything was heard
 
 
 def score_pass(p: ObservedPass) -> dict[str, Any]:
@@ -84,10 +85,10 @@ def score_pass(p: ObservedPass) -> dict[str, Any]:
     heard = [
         {
             "acknowledged": round(at - p.t0, 3),
-            "start": round(float(e["time"]) - p.t0, 3),
-            "turn": turn_of(p.recording, float(e["time"]) - p.t0),
-            "speaker": e.get("speaker"),
-            "text": e.get("text"),
+            "start": round(e.time - p.t0, 3),
+            "turn": turn_of(p.recording, e.time - p.t0),
+            "speaker": e.speaker,
+            "text": e.text,
         }
         for at, e in p.fast.utterances
     ]
@@ -110,7 +111,7 @@ def score_pass(p: ObservedPass) -> dict[str, Any]:
             d["under_load"] = p.load_started - p.t0 <= d["end"] <= p.load_ended - p.t0
     measured = [d["delay"] for d in delays if d["delay"] is not None]
     samples = p.poller.samples
-    during = [s for s in samples if p.load_started is None or (p.load_started <= s["at"] <= (p.load_ended or s["at"]))]
+    during = [s for s in samples if p.load_started is None or (p.load_started <= s.at <= (p.load_ended or s.at))]
     report: dict[str, Any] = {
         "name": p.name,
         "wall_seconds": round(p.wall, 1),
@@ -128,18 +129,18 @@ def score_pass(p: ObservedPass) -> dict[str, Any]:
         "status": {
             "polls": len(samples),
             "failed_polls": p.poller.failures,
-            "lag_max": round(max((s["lag"] for s in samples), default=0.0), 2),
-            "queued_max": max((s["queued"] for s in samples), default=0),
-            "lag_max_under_load": round(max((s["lag"] for s in during), default=0.0), 2) if p.load else None,
-            "status_ms": latency([s["ms"] for s in samples]),
+            "lag_max": round(max((s.lag for s in samples), default=0.0), 2),
+            "queued_max": max((s.queued for s in samples), default=0),
+            "lag_max_under_load": round(max((s.lag for s in during), default=0.0), 2) if p.load else None,
+            "status_ms": latency([s.ms for s in samples]),
         },
         "daemon": {
             "rss_mib": round(p.rss_kib / 1024, 1),
             "peak_rss_mib": round(p.peak_kib / 1024, 1),
-            "memory_tokens": p.final["memory"]["tokens"],
-            "utterances": p.final["memory"]["utterances"],
-            "speakers": len(p.final["speakers"]),
-            "devices": p.final["devices"],
+            "memory_tokens": p.final.memory.tokens,
+            "utterances": p.final.memory.utterances,
+            "speakers": len(p.final.speakers),
+            "devices": p.final.devices,
         },
         "live_stream_error": p.fast.error,
     }

@@ -19,7 +19,10 @@ from typing import Any
 
 import httpx
 
+from ..daemon.client import DaemonClient
 from ..errors import AssistantError
+from ..records import Status
+from ..wire import from_json
 
 
 class DaemonError(AssistantError):
@@ -31,9 +34,9 @@ class DaemonError(AssistantError):
 
 
 def settled(status: dict[str, Any]) -> bool:
-    """The source is done and everything it said is transcribed, filed and distilled."""
-    m = status["memory"]
-    return status["state"] == "source ended" and status["idle"] and m["pending_blocks"] == 0 and m["buffered"] == 0
+    """The source is done and everything it said is transcribed, filed and distilled (of /status
+    as JSON, as the tests read it; `Status.settled` of the record)."""
+    return from_json(Status, status).settled
 
 
 @dataclass
@@ -105,7 +108,11 @@ class DaemonProcess:
         except OSError:
             return "(no log)"
 
-    # --- talking to it: the only HTTP here, in the three methods below -------------------------
+    # --- talking to it: the one client, and the raw HTTP the tests check the API with ----------
+
+    def service(self, timeout: float = 60, read: float | None = None) -> DaemonClient:
+        """Its `MemoryService`: the client every user of the daemon has. `read` as for `client`."""
+        return DaemonClient(self.socket, timeout=timeout, read_timeout=read)
 
     def client(self, timeout: float = 60, read: float | None = None) -> httpx.Client:
         """A client of its API; `read` limits the wait for each piece of a reply (None: no limit, for streams)."""

@@ -252,9 +252,9 @@ def _raise_for(response: httpx.Response) -> None:
     raise DaemonRefused(str(message), response.status_code)
 
 
-def _options(timeout: float) -> dict[str, Any]:
-    # Answers and the live transcript stream for as long as they take: no read timeout.
-    return {"base_url": "http://assistant", "timeout": httpx.Timeout(timeout, read=None)}
+def _options(timeout: float, read_timeout: float | None) -> dict[str, Any]:
+    # By default answers and the live transcript stream for as long as they take: no read timeout.
+    return {"base_url": "http://assistant", "timeout": httpx.Timeout(timeout, read=read_timeout)}
 
 
 # --- blocking ------------------------------------------------------------------------------------
@@ -263,9 +263,9 @@ def _options(timeout: float) -> dict[str, Any]:
 class DaemonClient:
     """`MemoryService` over the daemon's socket, for the CLI, the benchmarks and the tests."""
 
-    def __init__(self, socket: Path, *, timeout: float = 30.0) -> None:
+    def __init__(self, socket: Path, *, timeout: float = 30.0, read_timeout: float | None = None) -> None:
         self.socket = Path(socket)
-        self._http = httpx.Client(transport=httpx.HTTPTransport(uds=str(socket)), **_options(timeout))
+        self._http = httpx.Client(transport=httpx.HTTPTransport(uds=str(socket)), **_options(timeout, read_timeout))
 
     @classmethod
     def connect(cls, settings: Settings) -> DaemonClient | None:
@@ -432,9 +432,11 @@ class AsyncDaemonClient:
     """`AsyncMemoryService` over the daemon's socket, for the TUI: the blocking client would stall
     Textual's event loop. Push-to-talk is here too: only the TUI records questions."""
 
-    def __init__(self, socket: Path, *, timeout: float = 30.0) -> None:
+    def __init__(self, socket: Path, *, timeout: float = 30.0, read_timeout: float | None = None) -> None:
         self.socket = Path(socket)
-        self._http = httpx.AsyncClient(transport=httpx.AsyncHTTPTransport(uds=str(socket)), **_options(timeout))
+        self._http = httpx.AsyncClient(
+            transport=httpx.AsyncHTTPTransport(uds=str(socket)), **_options(timeout, read_timeout)
+        )
 
     async def aclose(self) -> None:
         await self._http.aclose()
