@@ -29,6 +29,7 @@ from .records import (
     NOT_RUNNING,
     SAMPLE_RATE,
     Answer,
+    Digest,
     ForgetFilter,
     ForgetOutcome,
     MemoryNode,
@@ -39,7 +40,7 @@ from .records import (
     Speaker,
 )
 from .transcripts import parse_time, read_conversations
-from .zones import format_time
+from .zones import format_time, parse_day
 
 if TYPE_CHECKING:
     from .memory.api import Memory
@@ -323,6 +324,70 @@ def _latency_summary(answers: list[Answer]) -> str:
         f"retrieval + answer median {percentile(t, 0.5) / 1000:.2f} s (p95 {percentile(t, 0.95) / 1000:.2f}); "
         f"context median {percentile(c, 0.5):.0f} tokens"
     )
+
+
+@main.command()
+@click.argument("day", required=False)
+@click.option(
+    "--markdown",
+    "notes_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Also write the day as a note for note-taking apps: DIR/YYYY-MM-DD.md, with YAML front matter.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the digest as JSON (as the daemon's GET /digest).")
+@click.pass_context
+def digest(ctx: click.Context, day: str | None, notes_dir: Path | None, as_json: bool) -> None:
+    """What DAY's conversations were about, and who said they would do what (and by when), each with
+    the lines it rests on.
+
+    DAY is YYYY-MM-DD, today (the default) or yesterday, midnight to midnight in time_zone. Built
+    from what is remembered now; the LLM confirms the commitments.
+    """
+    import time
+
+    zone = _settings(ctx).zone
+    wanted = parse_day(day, zone, time.time()) if day is not None else None
+    with _service(ctx) as service:
+        found = service.digest(wanted)
+    if notes_dir is not None:
+        from .memory.notes import write_note
+
+        click.echo(f"wrote {write_note(found, notes_dir, zone)}", err=as_json)
+    if as_json:
+        from .wire import to_json
+
+        click.echo(json.dumps(to_json(found), ensure_ascii=False, indent=2))
+    else:
+        _print_digest(found, zone)
+
+
+# Lines quoted under a topic in the terminal; `--json` has them all.
+QUOTED_PER_TOPIC = 2
+
+
+def _print_digest(found: Digest, zone: tzinfo) -> None:
+    from .memory.notes import commitment_line
+
+    heading = f"{found.day} ({found.zone})"
+    if not found.utterances:
+        click.echo(f"{heading}: nothing was remembered from that day")
+        return
+    click.secho(f"{heading}: {found.utterances} lines, from {', '.join(found.speakers)}", bold=True)
+    if found.unfiled:
+        click.secho(f"({found.unfiled} lines not in the memory tree yet: their topics come once filed)", dim=True)
+    click.secho(f"topics ({len(found.topics)}):" if found.topics else "topics: none", bold=True)
+    for item in found.topics:
+        click.echo(f"  {item.scene} \u203a {item.text}")
+        for ev in item.evidence[:QUOTED_PER_TOPIC]:
+            click.secho("      \u2514 " + ev.cite(zone), fg="cyan")
+        if len(item.evidence) > QUOTED_PER_TOPIC:
+            click.secho(f"      and {len(item.evidence) - QUOTED_PER_TOPIC} more lines", dim=True)
+    click.secho(f"commitments ({len(found.commitments)}):" if found.commitments else "commitments: none", bold=True)
+    for c in found.commitments:
+        click.echo("  " + commitment_line(c))
+        for ev in c.evidence:
+            click.secho("      \u2514 " + ev.cite(zone), fg="cyan")
 
 
 AUDIO_SUFFIXES = {".wav", ".flac", ".ogg", ".oga", ".opus", ".mp3", ".aiff", ".aif", ".au"}

@@ -4,7 +4,7 @@ Data flows one way: the audio stage's `AudioBlock`s and `SpeechSegment`s; transc
 `Transcript`s of `Word`s; diarization's `Piece`s, attributed to a `Voiceprint`; the memory's
 `Utterance`s (said by a `Speaker`), `Block`s out of the sensing buffer, `Triplet`s and `Node`s out
 of distillation, `RetrievedPath`s and `RecalledLine`s out of retrieval, and an `Answer` with its
-`Evidence`. Each is a small frozen dataclass, never a dict. Every time is seconds since the
+`Evidence`, and a day's `Digest`. Each is a small frozen dataclass, never a dict. Every time is seconds since the
 epoch (UTC), so records from different segments can be compared and stored without knowing which
 segment they came from.
 
@@ -595,6 +595,69 @@ class ForgetOutcome:
     speakers: int
     examples: tuple[str, ...] = ()
     database_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class DigestItem:
+    """Something a day was about: an event of the memory tree, under its scene, with the lines
+    of that day it rests on (oldest first)."""
+
+    text: str
+    scene: str
+    evidence: tuple[Evidence, ...]
+    # The event's node: what `delete_node` takes, and what a memory view can show.
+    node_id: int
+
+    @property
+    def start(self) -> float:
+        return self.evidence[0].time
+
+    @property
+    def speakers(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(e.speaker for e in self.evidence))
+
+
+@dataclass(frozen=True)
+class Commitment:
+    """Someone said they would do something: "Sam will send the slides by Thursday".
+
+    `who` is the speaker of the line that made it. `evidence` starts with that line; when it
+    accepts a request ("Sure, will do."), the request follows it. `due` is the deadline in the
+    words that were said ("by Thursday"), `due_date` the day it names (YYYY-MM-DD, in the
+    digest's zone) when it names one.
+    """
+
+    who: str
+    what: str
+    due: str | None
+    due_date: str | None
+    evidence: tuple[Evidence, ...]
+
+    @property
+    def time(self) -> float:
+        return self.evidence[0].time
+
+
+@dataclass(frozen=True)
+class Digest:
+    """One day of the memory (local midnight to midnight in `zone`): what its conversations were
+    about, and the commitments made, each citing the lines it rests on.
+
+    `speakers` are those who spoke that day, most lines first. `topics` come from the memory
+    tree, so the day's speech not filed into it yet (`unfiled` lines: the sensing buffer and the
+    blocks waiting for distillation) is not among them until it is; commitments are read from
+    every stored line of the day.
+    """
+
+    day: str  # YYYY-MM-DD
+    zone: str
+    since: float
+    until: float
+    utterances: int
+    speakers: tuple[str, ...]
+    topics: tuple[DigestItem, ...]
+    commitments: tuple[Commitment, ...]
+    unfiled: int = 0
 
 
 # --- the live transcript, as the daemon streams it ----------------------------------------------

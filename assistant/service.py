@@ -19,6 +19,7 @@ from typing import Protocol
 from .records import (
     WHOLE_MEMORY,
     Answer,
+    Digest,
     ForgetFilter,
     ForgetOutcome,
     ImportReport,
@@ -121,6 +122,11 @@ class MemoryService(Protocol):
         """Forget speech and what rests on it; a dry run (the default) only counts."""
         ...
 
+    def digest(self, day: str | None = None) -> Digest:
+        """What a day (YYYY-MM-DD in the memory's `time_zone`; None: today) was about, and the
+        commitments made, each citing the lines it rests on. Built from what is stored now."""
+        ...
+
 
 class AsyncMemoryService(Protocol):
     """`MemoryService` for an event loop (the TUI): the same operations, awaited."""
@@ -188,3 +194,5 @@ class AsyncMemoryService(Protocol):
     async def import_file(self, path: Path) -> ImportReport: ...
 
     async def forget(self, what: ForgetFilter, *, dry_run: bool = True) -> ForgetOutcome: ...
+
+    async def digest(self, day: str | None = None) -> Digest: ...

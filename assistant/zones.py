@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import os
-from datetime import UTC, datetime, tzinfo
+from datetime import UTC, date, datetime, timedelta, tzinfo
 from functools import lru_cache
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -130,3 +130,16 @@ def check_window(
         raise InputError(
             f"{names[0]} ({format_time(since, zone)}) must be before {names[1]} ({format_time(until, zone)})"
         )
+
+
+def parse_day(value: str, zone: tzinfo, now: float) -> str:
+    """A day as people name one (YYYY-MM-DD, "today" or "yesterday", in `zone` as of `now`) as
+    YYYY-MM-DD; an InputError says what a day looks like."""
+    text = value.strip().lower()
+    today = datetime.fromtimestamp(now, zone).date()
+    if text in ("today", "yesterday"):
+        return (today - timedelta(days=1 if text == "yesterday" else 0)).isoformat()
+    try:
+        return date.fromisoformat(text).isoformat()
+    except ValueError:
+        raise InputError(f"{_shown(value)} is not a day: give YYYY-MM-DD (2026-11-16), today or yesterday") from None

@@ -28,6 +28,7 @@ from ..records import (
     WHOLE_MEMORY,
     Answer,
     Connected,
+    Digest,
     Evidence,
     ForgetFilter,
     ForgetOutcome,
@@ -231,6 +232,11 @@ class Calls:
             body["everything"] = True
         return Call("POST", "/forget", {**body, "dry_run": dry_run}, _one(ForgetOutcome))
 
+    @staticmethod
+    def digest(day: str | None) -> Call[Digest]:
+        query = f"?{urlencode({'day': day})}" if day is not None else ""
+        return Call("GET", f"/digest{query}", None, _one(Digest))
+
     recording = staticmethod(lambda: Call("GET", "/push-to-talk", None, _one(RecordingState)))
     start_recording = staticmethod(lambda: Call("POST", "/push-to-talk/start", None, dict))
     cancel_recording = staticmethod(lambda: Call("POST", "/push-to-talk/cancel", None, dict))
@@ -409,6 +415,9 @@ class DaemonClient:
     def forget(self, what: ForgetFilter, *, dry_run: bool = True) -> ForgetOutcome:
         return self._send(Calls.forget(what.check(), dry_run))
 
+    def digest(self, day: str | None = None) -> Digest:
+        return self._send(Calls.digest(day))
+
     # The daemon's own: the live transcript.
     def utterances(self, recent: int = 0) -> Iterator[TranscriptEvent]:
         """The live transcript, after the newest `recent` utterances already stored."""
@@ -549,6 +558,9 @@ class AsyncDaemonClient:
 
     async def forget(self, what: ForgetFilter, *, dry_run: bool = True) -> ForgetOutcome:
         return await self._send(Calls.forget(what.check(), dry_run))
+
+    async def digest(self, day: str | None = None) -> Digest:
+        return await self._send(Calls.digest(day))
 
     # The daemon's own: the live transcript and push-to-talk.
     async def utterances(self, recent: int = 0) -> AsyncIterator[TranscriptEvent]:

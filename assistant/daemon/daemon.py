@@ -39,6 +39,7 @@ from ..memory.forget import ForgetPlan, ForgetReport
 from ..records import (
     Answer,
     AudioBlock,
+    Digest,
     ForgetFilter,
     HeardLine,
     MergeSuggestion,
@@ -470,6 +471,18 @@ class Daemon:
 
     def delete_node(self, node_id: int) -> list[int]:
         return self.writer.call(self.memory.delete, node_id)
+
+    def digest(self, day: str | None = None) -> Digest:
+        """A day's digest. The store is read on the writer, before and after the LLM confirms the
+        day's candidate commitments under the LLM's lock, as an answer is generated: the writer
+        never waits for the LLM, and what was forgotten meanwhile is left out."""
+        reading = self.writer.call(self.memory.read_day, day)
+        if reading.candidates:
+            with self._llm_lock:
+                verdicts = self.memory.confirm_commitments(reading)
+        else:
+            verdicts = ()
+        return self.writer.call(self.memory.finish_digest, reading, verdicts)
 
     # --- the user's data ---------------------------------------------------------------------
 

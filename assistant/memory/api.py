@@ -28,6 +28,7 @@ from ..llm import LLM, load_llm, load_tokenizer
 from ..models import resolve
 from ..records import (
     Answer,
+    Digest,
     Evidence,
     Level,
     MemoryStats,
@@ -39,9 +40,10 @@ from ..records import (
     Utterance,
 )
 from ..store.store import Store
-from . import archive, forget, speakers
+from . import archive, digest, forget, speakers
 from .answer import DONT_KNOW, Prompt, as_evidence, build_prompt, cited_evidence, says_unknown, strip_citations
 from .budget import enforce_budget
+from .commitments import Judge, LLMJudge, Verdict
 from .context import Candidate, adds_words, build_context
 from .distill import Distiller
 from .engine import ProStream, StepReport
@@ -86,6 +88,8 @@ class Memory:
         self.engine = ProStream(
             self.store, opts, embedder=self._embedder, tokenizer=self.tokenizer, distiller=self._make_distiller
         )
+        # Confirms a day's candidate commitments; the LLM loads only when a batch is not cached.
+        self.commitment_judge: Judge = LLMJudge(self._llm_source, lambda: self.llm)
 
     @classmethod
     def from_config(cls, config_file: str | Path | None = None, **overrides: object) -> Memory:
@@ -236,6 +240,26 @@ class Memory:
         if days is None:
             return 0
         return forget.expire(self.store, days, _time.time())
+
+    # --- a day's digest ----------------------------------------------------------------------
+
+    def read_day(self, day: str | None = None, *, now: float | None = None) -> digest.DayReading:
+        """The day (YYYY-MM-DD in `time_zone`; None: today, as of `now`) and the lines of it that may
+        make a commitment: the part of a digest that reads the store, before the LLM."""
+        return digest.read_day(self.store, digest.day_of(day, self.settings.zone, now))
+
+    def confirm_commitments(self, reading: digest.DayReading) -> tuple[Verdict, ...]:
+        """The LLM's verdict on each candidate (none asked when there is none). Touches no table."""
+        return digest.confirm(reading, self.commitment_judge)
+
+    def finish_digest(self, reading: digest.DayReading, verdicts: tuple[Verdict, ...]) -> Digest:
+        """The digest from what is stored now: a commitment whose lines went meanwhile is left out."""
+        return digest.assemble(self.store, reading, verdicts)
+
+    def digest(self, day: str | None = None, *, now: float | None = None) -> Digest:
+        """What a day's conversations were about and the commitments made, each citing its lines."""
+        reading = self.read_day(day, now=now)
+        return self.finish_digest(reading, self.confirm_commitments(reading))
 
     # --- voices: what the listening chain files --------------------------------------------
 

@@ -15,6 +15,7 @@ from ..records import (
     NOT_RUNNING,
     WHOLE_MEMORY,
     Answer,
+    Digest,
     ForgetFilter,
     ForgetOutcome,
     ImportReport,
@@ -179,6 +180,11 @@ class LocalMemory:
         report = self.memory.forget(what, plan)
         self.memory.engine.distill_pending()
         return forget.outcome(plan, report)
+
+    # --- a day ---------------------------------------------------------------------------------
+
+    def digest(self, day: str | None = None) -> Digest:
+        return self.memory.digest(day)
 
 
 def browsed(t: TreeNode) -> MemoryNode:

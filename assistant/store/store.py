@@ -663,6 +663,34 @@ class Store:
             out[r[0]].append(Evidence(utterance_id=r[1], speaker=r[2], time=r[3], text=r[4]))
         return out
 
+    def event_sources_between(self, since: float, until: float) -> dict[int, list[Evidence]]:
+        """The events resting on lines said in [since, until), each with those lines (oldest first),
+        in the order their first such line was said."""
+        where = utterance_window(since, until)
+        rows = self.db.all(
+            "SELECT ns.node_id, u.id, s.name, u.time, u.text FROM node_sources ns "
+            "JOIN nodes n ON n.id = ns.node_id JOIN utterances u ON u.id = ns.utterance_id "
+            f"JOIN speakers s ON s.id = u.speaker_id WHERE n.level = ?{where.sql} ORDER BY u.time, u.id, ns.node_id",
+            (Level.EVENT.value, *where.params),
+        )
+        out: dict[int, list[Evidence]] = {}
+        for r in rows:
+            out.setdefault(r[0], []).append(Evidence(utterance_id=r[1], speaker=r[2], time=r[3], text=r[4]))
+        return out
+
+    def unfiled_between(self, since: float, until: float) -> int:
+        """Lines said in [since, until) that wait in the sensing buffer or a pending block: not in the tree yet."""
+        where = utterance_window(since, until)
+        return int(
+            self.db.scalar(
+                "SELECT count(*) FROM utterances u WHERE ("
+                "EXISTS (SELECT 1 FROM stsb b WHERE b.utterance_id = u.id AND b.is_context = 0) OR "
+                "EXISTS (SELECT 1 FROM pending_utterances p WHERE p.utterance_id = u.id AND p.is_context = 0))"
+                f"{where.sql}",
+                where.params,
+            )
+        )
+
     def delete_childless(self) -> list[int]:
         """Cascading abstraction: remove scenes and events left with no children, until none remain."""
         removed: list[int] = []

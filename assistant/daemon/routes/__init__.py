@@ -2,7 +2,7 @@
 
 from fastapi import APIRouter
 
-from . import ask, data, memory, push_to_talk, speakers, status, transcript
+from . import ask, data, digest, memory, push_to_talk, speakers, status, transcript
 
 ROUTERS: tuple[APIRouter, ...] = (
     status.router,
@@ -11,5 +11,6 @@ ROUTERS: tuple[APIRouter, ...] = (
     push_to_talk.router,
     speakers.router,
     memory.router,
+    digest.router,
     data.router,
 )
