@@ -31,7 +31,7 @@ from .daemon_helpers import PART_ONE, DaemonProcess, daemon_config, kill_leftove
 
 T = TypeVar("T")
 
-TOOLS = {"ask", "search", "transcript", "speakers", "forget"}
+TOOLS = {"ask", "search", "transcript", "speakers", "digest", "forget"}
 RESOURCES = {"memory://tree", "memory://transcript/recent"}
 TOKEN = "a-token-of-more-than-sixteen-characters"
 
@@ -110,6 +110,28 @@ def test_ask_answers_with_citations_that_are_utterances_of_the_transcript(heard:
         seconds(cited["time"])
     assert any("sister" in c["text"].lower() or "biscuit" in c["text"].lower() for c in answer["citations"])
     assert answer["limited_to"] is None
+
+
+@pytest.mark.slow
+def test_the_digest_of_the_day_cites_its_utterances_and_a_wrong_day_is_refused(heard: DaemonProcess) -> None:
+    async def scenario(client: Client) -> tuple[dict[str, Any], dict[str, Any], str, str]:
+        return (
+            ok(await client.call_tool("digest", {"day": "today"})),
+            ok(await client.call_tool("transcript", {})),
+            refused(await client.call_tool("digest", {"day": "2026-02-30"})),
+            refused(await client.call_tool("digest", {"day": 20261116})),
+        )
+
+    digest, transcript, impossible, number = talk(heard, scenario)
+    said = {line["utterance_id"]: line for line in transcript["lines"]}
+    assert digest["utterances"] == len(said) and set(digest["speakers"]) == {s["speaker"] for s in said.values()}
+    assert digest["topics"] and all(t["lines"] for t in digest["topics"]), digest
+    cited = [line for t in digest["topics"] for line in t["lines"]]
+    cited += [line for c in digest["commitments"] for line in c["lines"]]
+    assert all(said[line["utterance_id"]] == line for line in cited)
+    assert all(c["who"] == c["lines"][0]["speaker"] for c in digest["commitments"]), digest["commitments"]
+    assert "2026-02-30" in impossible and "not a day" in impossible
+    assert "day" in number
 
 
 @pytest.mark.slow

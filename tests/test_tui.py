@@ -23,6 +23,7 @@ from assistant.daemon.instance import running_pid
 from assistant.tui.app import AssistantApp
 from assistant.tui.chat import AnswerView, EvidenceList, Notice, QuestionView
 from assistant.tui.dialogs import ConfirmScreen, ContextScreen, HelpScreen, NameScreen
+from assistant.tui.digest import DigestPane
 from assistant.tui.memory import MemoryTree, keep
 from assistant.tui.offline import NoDaemonScreen
 
@@ -189,6 +190,30 @@ def test_renaming_a_speaker_relabels_the_list_and_the_transcript(daemon: DaemonP
             # The transcript pane labels lines by speaker id with the current names.
             assert app.transcript.names[first.id] == "Navigator"
             assert any(s["name"] == "Navigator" for s in daemon.status()["speakers"])
+
+    run(scenario)
+
+
+@pytest.mark.slow
+def test_the_digest_tab_shows_the_day_with_its_lines_and_steps_a_day_back(daemon: DaemonProcess) -> None:
+    async def scenario() -> None:
+        app = AssistantApp(daemon.config)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await until(pilot, lambda: app.connected, "the connection")
+            await pilot.press("ctrl+g")
+            pane = app.main.query_one(DigestPane)
+            await until(pilot, lambda: pane.digest is not None, "the day's digest", timeout=300)
+            day = pane.digest
+            assert day is not None and day.topics and day.utterances == daemon.status()["memory"]["utterances"]
+            shown = "\n".join(str(item.render()) for item in pane.query(".digest-item"))
+            for topic in day.topics:
+                assert topic.text in shown and all(e.text in shown for e in topic.evidence)
+            for c in day.commitments:
+                assert c.who in shown and c.what in shown
+            await pilot.press("left_square_bracket")
+            await until(pilot, lambda: pane.digest is not None and pane.digest.day != day.day, "the day before")
+            assert pane.digest is not None and pane.digest.utterances == 0 and not pane.digest.topics
+            assert "0 lines by nobody" in str(app.main.query_one("#digest-summary").render())
 
     run(scenario)
 

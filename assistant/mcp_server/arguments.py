@@ -50,6 +50,11 @@ Words = Annotated[
     StringConstraints(strict=True, min_length=1, max_length=1000, pattern=r"\S"),
     Field(description="Every utterance, and every memory, that contains these words."),
 ]
+Day = Annotated[
+    str | None,
+    StringConstraints(strict=True, min_length=1, max_length=MAX_TIME_CHARS),
+    Field(description="A day: YYYY-MM-DD, today or yesterday, in the memory's time zone (default today)."),
+]
 Flag = Annotated[bool, Strict()]
 
 

@@ -1,4 +1,4 @@
-"""The tools: ask, search, transcript, speakers and forget, each one call of the daemon's client.
+"""The tools: ask, search, transcript, speakers, digest and forget, each one call of the daemon's client.
 
 Every time a tool takes is read in the configured zone (`time_zone`), as the CLI reads
 `--since`, and every time it gives back is shown in it. `forget` only reports what would go
@@ -7,6 +7,7 @@ unless the call says `confirm: true`: a model should not forget anything on its 
 
 from __future__ import annotations
 
+import time
 from datetime import tzinfo
 
 from mcp.server.mcpserver import MCPServer
@@ -15,9 +16,10 @@ from mcp_types import ToolAnnotations
 
 from ..errors import InputError
 from ..records import Answer, ForgetFilter, ForgetOutcome
-from .arguments import Flag, Limit, Question, SpeakerKey, When, Words, read_window
+from ..zones import parse_day
+from .arguments import Day, Flag, Limit, Question, SpeakerKey, When, Words, read_window
 from .connection import Daemon
-from .views import AnswerView, ForgetView, SearchView, SpeakersView, SpeakerView, TranscriptView
+from .views import AnswerView, DigestView, ForgetView, SearchView, SpeakersView, SpeakerView, TranscriptView
 
 READS = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 FORGETS = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False)
@@ -91,10 +93,18 @@ def register_tools(server: MCPServer, daemon: Daemon, zone: tzinfo) -> None:
             outcome = await memory.forget(what, dry_run=not confirm)
         return ForgetView.of(outcome, forgotten=confirm and not outcome.empty, note=_forget_note(outcome, confirm))
 
-    # --- digest(day): reserved ---------------------------------------------------------------
-    # `MemoryService.digest(day)` is being added (what one day held). When `AsyncDaemonClient`
-    # has it, its tool goes here: `day: When` read with `read_window`'s zone, a view of the digest
-    # in views.py, annotations=READS.
+    @server.tool(annotations=READS)
+    async def digest(day: Day = None) -> DigestView:
+        """What one day's conversations were about, and who said they would do what ("Sam will
+        send the slides by Thursday"), each with the utterances it rests on. Built from the
+        memory as it is now; it runs the local LLM over that day's promises, so it takes seconds."""
+        try:
+            chosen = parse_day(day, zone, time.time()) if day is not None else None
+        except InputError as exc:
+            raise ToolError(str(exc)) from None
+        async with daemon.calling() as memory:
+            found = await memory.digest(chosen)
+        return DigestView.of(found, zone)
 
 
 def _forget_note(outcome: ForgetOutcome, confirmed: bool) -> str:

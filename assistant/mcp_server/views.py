@@ -11,7 +11,19 @@ from datetime import datetime, tzinfo
 
 from pydantic import BaseModel, Field
 
-from ..records import Answer, Evidence, ForgetOutcome, MemoryNode, SearchLine, SearchResult, Speaker, Utterance
+from ..records import (
+    Answer,
+    Commitment,
+    Digest,
+    DigestItem,
+    Evidence,
+    ForgetOutcome,
+    MemoryNode,
+    SearchLine,
+    SearchResult,
+    Speaker,
+    Utterance,
+)
 
 
 def iso_time(t: float, zone: tzinfo) -> str:
@@ -162,3 +174,52 @@ class TreeView(BaseModel):
     @classmethod
     def of(cls, scenes: list[MemoryNode], zone: tzinfo) -> TreeView:
         return cls(scenes=[TreeNode.of(s, zone) for s in scenes])
+
+
+class TopicView(BaseModel):
+    """Something the day was about: an event of the memory, under its scene."""
+
+    about: str
+    scene: str
+    node_id: int
+    lines: list[Line] = Field(description="That day's utterances it rests on, oldest first")
+
+    @classmethod
+    def of(cls, item: DigestItem, zone: tzinfo) -> TopicView:
+        lines = [Line.of(e, zone) for e in item.evidence]
+        return cls(about=item.text, scene=item.scene, node_id=item.node_id, lines=lines)
+
+
+class CommitmentView(BaseModel):
+    """Someone said they would do something."""
+
+    who: str = Field(description="Who said it (the speaker of the first line)")
+    what: str
+    due: str | None = Field(description="The deadline in the words said (by Thursday), if any")
+    due_date: str | None = Field(description="The day that deadline names, YYYY-MM-DD, when it names one")
+    lines: list[Line] = Field(description="The line that made it, and the request it accepted, if any")
+
+    @classmethod
+    def of(cls, c: Commitment, zone: tzinfo) -> CommitmentView:
+        lines = [Line.of(e, zone) for e in c.evidence]
+        return cls(who=c.who, what=c.what, due=c.due, due_date=c.due_date, lines=lines)
+
+
+class DigestView(BaseModel):
+    day: str = Field(description="YYYY-MM-DD, midnight to midnight in the memory's time zone")
+    speakers: list[str] = Field(description="Who spoke that day, most lines first")
+    utterances: int
+    topics: list[TopicView]
+    commitments: list[CommitmentView]
+    unfiled: int = Field(description="That day's lines not filed in the memory yet: their topics come later")
+
+    @classmethod
+    def of(cls, digest: Digest, zone: tzinfo) -> DigestView:
+        return cls(
+            day=digest.day,
+            speakers=list(digest.speakers),
+            utterances=digest.utterances,
+            topics=[TopicView.of(t, zone) for t in digest.topics],
+            commitments=[CommitmentView.of(c, zone) for c in digest.commitments],
+            unfiled=digest.unfiled,
+        )

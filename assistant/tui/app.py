@@ -28,6 +28,7 @@ from ..records import RecordingState, Status
 from .chat import ChatPane
 from .connection import GONE_NOTICE, DaemonChanged, DaemonLost, said
 from .dialogs import ExportScreen, ForgetDone, ForgetScreen, HelpScreen
+from .digest import DigestPane
 from .memory import MemoryPane, MemoryTree
 from .offline import NoDaemonScreen
 from .speakers import SpeakersPane
@@ -62,6 +63,8 @@ class AssistantApp(App[None]):
         Binding("f9", "correct", "Correct", id="correct", tooltip="Say who really said lines of the transcript"),
         # Not in the footer (it is full at 80 columns): the filter row itself shows this key.
         Binding("ctrl+l", "limit", "Limit", show=False, id="limit", tooltip="Limit questions by speaker and time"),
+        # Nor this one: the tab bar shows the tab, and the help the key.
+        Binding("ctrl+g", "show_tab('digest')", "Digest", show=False, id="tab.digest", tooltip="The day in brief"),
     ]
 
     def __init__(self, config: Path | None = None, *, settings: Settings | None = None) -> None:
@@ -99,6 +102,8 @@ class AssistantApp(App[None]):
                 yield MemoryPane(self.client, id="memory-pane")
             with TabPane("Speakers", id="speakers"):
                 yield SpeakersPane(self.client, zone=zone, id="speakers-pane")
+            with TabPane("Digest", id="digest"):
+                yield DigestPane(self.client, zone=zone, id="digest-pane")
         yield StatusBar("connecting…", id="status-bar")
         yield Footer()
 
@@ -217,6 +222,8 @@ class AssistantApp(App[None]):
     def tab_activated(self, event: TabbedContent.TabActivated) -> None:
         if event.pane.id == "memory" and self.connected:
             self.memory_pane.load()
+        elif event.pane.id == "digest" and self.connected:
+            self.main.query_one(DigestPane).load()
 
     # --- actions ------------------------------------------------------------------------------
 
@@ -248,6 +255,9 @@ class AssistantApp(App[None]):
             self.main.query_one(MemoryTree).focus()
         elif tab == "speakers":
             self.main.query_one("#speakers-table").focus()
+        elif tab == "digest":
+            # Not the date box: there [ and ] would be typed, not step a day.
+            self.main.query_one("#digest-body").focus()
 
     def action_toggle_listening(self) -> None:
         self.toggle_listening()

@@ -433,6 +433,7 @@ HELP = """\
 | **ctrl+t** | push-to-talk: start recording a spoken question; again to stop and ask |
 | **Escape** | cancel the recording (or close a dialog) |
 | **F2 / F3 / F4** | chat / memory / speakers |
+| **ctrl+g** | the day's digest: what it was about, and who said they would do what |
 | **F5** | pause or resume listening |
 | **F6** | export the memory to a file |
 | **F7** | forget by speaker, time or words (with a dry run first) |
@@ -451,6 +452,8 @@ type in the filter box to show only matching nodes. The gauge is the memory's to
 **Speakers** — *n* renames the selected voice, *w* shows what an unnamed voice said so you can
 name them, *m* merges two labels that are one voice (voices that sound alike are suggested below
 the table). **F9** marks transcript lines said by someone else and gives them to the right person.
+**Digest** — a day's topics and the commitments made, each with the lines it rests on; *[* and
+*]* step a day back and forth, or type a date (YYYY-MM-DD) and press Enter.
 """
 
 
