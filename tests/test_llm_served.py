@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from assistant.bench.locomo import answer_llm_name, bench_settings
 from assistant.config import Settings, load_settings
 from assistant.errors import ConfigError, LLMUnreachable, ModelError
 from assistant.llm import LOAD_LOG_ENV, OpenAIChat, load_llm
@@ -256,3 +257,13 @@ def test_the_memory_answers_through_the_server_without_loading_weights_here(serv
     # The weights stayed on the server: only the tokenizer (vocabulary) was read here.
     assert load_log.stat().st_size == before, load_log.read_text()
     assert load_llm("unused", mem.settings.llm) is mem.llm
+
+
+def test_bench_locomo_answers_with_a_served_model_given_openai_url(tmp_path):
+    settings = load_settings(user_file=tmp_path / "absent.yaml")
+    served = bench_settings(settings, "openai:http://127.0.0.1:8080/v1")
+    assert (served.llm.backend, served.llm.base_url) == ("openai", "http://127.0.0.1:8080/v1")
+    assert served.models.llm == settings.models.llm  # still the tokenizer
+    assert answer_llm_name(served) == "openai:http://127.0.0.1:8080/v1"
+    local = bench_settings(settings, SERVED_MODEL)
+    assert (local.llm.backend, answer_llm_name(local)) == ("llama-cpp", SERVED_MODEL)
