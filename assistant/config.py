@@ -44,8 +44,22 @@ class ModelsOptions:
     speaker: str
 
 
+def _check_base_url(url: str) -> str | None:
+    if not re.match(r"https?://[^/\s]+", url):
+        return "must be an http:// or https:// address, e.g. http://127.0.0.1:8080/v1"
+    return None
+
+
 @dataclass(frozen=True)
 class LLMOptions:
+    backend: str = _range(choices=("llama-cpp", "openai"))
+    base_url: str | None = field(metadata={"check": _check_base_url})
+    model: str | None
+    api_key_file: str | None
+    api_key_env: str | None
+    connect_timeout_seconds: float = _range(0.1, 600.0)
+    read_timeout_seconds: float = _range(1.0, 3600.0)
+    retries: int = _range(0, 20)
     device: str = _range(choices=("auto", "cpu", "cuda"))
     n_ctx: int = _range(512, 131072)
     n_threads: int = _range(0, 1024)
@@ -517,8 +531,33 @@ def _check_relations(s: Settings, source: Path) -> None:
         )
     if m.entities.backend == "gliner" and not m.entities.gliner_model:
         raise ConfigError(f"{source}: memory.entities.backend is 'gliner' but memory.entities.gliner_model is not set")
+    _check_served_llm(s, source)
     if m.answer.context_tokens + m.answer.max_tokens > s.llm.n_ctx:
         raise ConfigError(
             f"{source}: memory.answer.context_tokens ({m.answer.context_tokens}) + memory.answer.max_tokens "
             f"({m.answer.max_tokens}) must fit in llm.n_ctx ({s.llm.n_ctx})"
+        )
+
+
+def _check_served_llm(s: Settings, source: Path) -> None:
+    """An `llm.backend: openai` needs a server to talk to, and a key it can read if it names one."""
+    llm = s.llm
+    if llm.backend != "openai":
+        return
+    if not llm.base_url:
+        raise ConfigError(
+            f"{source}: llm.base_url must be set when llm.backend is openai "
+            "(e.g. http://127.0.0.1:8080/v1 for llama.cpp's server)"
+        )
+    if s.models.distill_llm is not None:
+        raise ConfigError(
+            f"{source}: models.distill_llm names a model for this process, but with llm.backend openai "
+            "distillation goes to the server too: set models.distill_llm to null"
+        )
+    if llm.api_key_file is not None and llm.api_key_env is not None:
+        raise ConfigError(f"{source}: set llm.api_key_file or llm.api_key_env, not both")
+    if llm.api_key_file is not None and not Path(llm.api_key_file).expanduser().is_file():
+        raise ConfigError(
+            f"{source}: llm.api_key_file names {Path(llm.api_key_file).expanduser()}, which is not a file; "
+            "write the server's API key there, or set llm.api_key_file to null"
         )

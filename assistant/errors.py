@@ -36,3 +36,7 @@ class StoreError(AssistantError):
     """The database cannot be opened, migrated or written."""
 
     exit_code = 5
+
+
+class LLMUnreachable(ModelError):
+    """The language model's server (`llm.backend: openai`) cannot be reached, or stopped answering."""

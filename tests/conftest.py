@@ -22,7 +22,7 @@ MODELS_DIR = str(locations.default_models_dir())
 
 
 # --- which tests load the LLM's weights ----------------------------------------------------------
-# assistant/llm.py appends a line to $ASSISTANT_LLM_LOAD_LOG for every load of the weights, in this
+# assistant/llm/local.py appends a line to $ASSISTANT_LLM_LOAD_LOG for every load of the weights, in this
 # process or in any subprocess (daemons, `assistant ask`), which inherit the variable. A run that
 # deselects the slow tests must load none: that is what the `slow` marker promises.
 

@@ -61,7 +61,13 @@ def bench() -> None:
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Questions per conversation.")
 @click.option("--categories", default=None, help="Comma-separated LoCoMo categories 1-5 (default: all).")
 @click.option("--delay", type=click.IntRange(min=0), default=0, show_default=True, help="Probe N sessions later.")
-@click.option("--llm", "llm", default=None, help="The model that answers, for every system (default: models.llm).")
+@click.option(
+    "--llm",
+    "llm",
+    default=None,
+    help="The model that answers, for every system (default: models.llm); openai:URL for one an OpenAI-compatible "
+    "server serves (e.g. openai:http://127.0.0.1:8080/v1; `full` still loads models.llm here).",
+)
 @_outputs
 @click.option("--work-dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Keep the memories.")
 @click.option(

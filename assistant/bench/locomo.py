@@ -40,6 +40,8 @@ log = logging.getLogger(__name__)
 
 _DIA_ID = re.compile(r"D(\d+):(\d+)")
 PROBES = ("evidence", "end")
+# `--llm openai:URL`: answer with the model served at URL.
+SERVED = "openai:"
 
 
 @dataclass(frozen=True)
@@ -196,10 +198,22 @@ class _Answering:
 
 
 def bench_settings(settings: Settings, answer_llm: str | None) -> Settings:
-    """The answering model may differ from the product's; distillation keeps the model it would use."""
+    """The answering model may differ from the product's; distillation keeps the model it would use.
+
+    `openai:URL` answers with the model an OpenAI-compatible server at URL serves (llm.backend
+    openai, so `llm` distillation goes there too); models.llm still counts the tokens.
+    """
     models = settings.models
     distill = models.distill_llm or models.llm
+    if answer_llm is not None and answer_llm.startswith(SERVED):
+        served = replace(settings.llm, backend="openai", base_url=answer_llm.removeprefix(SERVED))
+        return replace(settings, llm=served, models=replace(models, distill_llm=distill))
     return replace(settings, models=replace(models, llm=answer_llm or models.llm, distill_llm=distill))
+
+
+def answer_llm_name(settings: Settings) -> str:
+    """The answering model as the report names it."""
+    return f"{SERVED}{settings.llm.base_url}" if settings.llm.backend == "openai" else settings.models.llm
 
 
 def run_locomo(
@@ -248,7 +262,7 @@ def run_locomo(
         "data": str(data),
         "conversations": [c.name for c in conversations],
         "systems": list(systems),
-        "answer_llm": settings.models.llm,
+        "answer_llm": answer_llm_name(settings),
         "distill_llm": settings.models.distill_llm or settings.models.llm,
         "distill_mode": settings.memory.distill.mode,
         "delay": delay,
@@ -285,7 +299,7 @@ def run_locomo(
     return LocomoRun(
         data=str(data),
         systems=tuple(systems),
-        answer_llm=settings.models.llm,
+        answer_llm=answer_llm_name(settings),
         distill_llm=settings.models.distill_llm or settings.models.llm,
         distill_mode=settings.memory.distill.mode,
         delay=delay,

@@ -31,7 +31,7 @@ from ..audio.base import AudioSource
 from ..audio.sources import open_source
 from ..audio.vad import speech_segments
 from ..config import Settings
-from ..errors import AssistantError
+from ..errors import AssistantError, LLMUnreachable
 from ..listening import Heard, Listener
 from ..memory import archive
 from ..memory.api import Memory, TreeNode
@@ -52,6 +52,7 @@ from ..records import (
     Transcript,
     Utterance,
 )
+from .llm_health import LLMHealth
 from .push_to_talk import PushToTalk
 from .quiet_hours import QuietHours
 from .reload import needs_restart
@@ -102,6 +103,7 @@ class Daemon:
         self.queue = SegmentQueue(settings.data_dir / "spool", settings.daemon.queue_segments)
         self.memory: Memory
         self.listener: Listener
+        self.llm_health: LLMHealth
 
     # --- life cycle --------------------------------------------------------------------------
 
@@ -117,7 +119,7 @@ class Daemon:
         self.listener = Listener.from_settings(self.memory, self.settings)
         self.listener.warm_up()
         self.memory.engine.distiller  # noqa: B018 - loads spaCy (and the LLM in llm mode) now, not on first speech
-        _ = self.memory.llm
+        self.llm_health = LLMHealth(self.memory.llm, self.settings.models.llm)
 
     def start(self) -> None:
         for name, target in (("capture", self._capture), ("transcribe", self._transcribe), ("distill", self._distill)):
@@ -293,6 +295,7 @@ class Daemon:
                 next_expiry = time.monotonic() + EXPIRY_SECONDS
             self._wake_distiller.wait(DISTILL_POLL_SECONDS)
             self._wake_distiller.clear()
+            self.llm_health.check()
             engine = self.memory.engine
             quiet = time.monotonic() - self._last_heard
             ended = self.state == "source ended" and self._idle()
@@ -300,6 +303,8 @@ class Daemon:
                 # The conversation is over: file what the sensing buffer holds.
                 self.writer.call(engine.flush)
             while not self._stop.is_set():
+                if engine.distiller.llm is not None and self.llm_health.problem is not None:
+                    break  # the blocks wait in the database until the model can be reached again
                 job = self.writer.call(engine.oldest_pending)
                 if job is None:
                     break
@@ -308,6 +313,9 @@ class Daemon:
                     with self._llm_lock:
                         distilled = engine.distiller.distill(block, vectors)
                     self.writer.call(engine.file_distillation, distilled)
+                except LLMUnreachable as exc:
+                    self.llm_health.failed(exc)
+                    break
                 except Exception:
                     log.exception("could not distill block %d; it stays pending", block.id)
                     break
@@ -334,10 +342,11 @@ class Daemon:
             acknowledged=self.acknowledged,
             memory=stats,
             speakers=found,
-            models={role: str(getattr(s.models, role)) for role in ("llm", "embedder", "stt", "speaker")},
+            models={"llm": self.llm_health.model}
+            | {role: str(getattr(s.models, role)) for role in ("embedder", "stt", "speaker")},
             devices={
                 "stt": f"{transcriber.device} {transcriber.compute_type}",
-                "llm": self.memory.llm.device,
+                "llm": self.llm_health.device,
             },
             uptime_seconds=round(time.time() - self.started, 1),
             push_to_talk=self.push_to_talk.recording,

@@ -24,7 +24,7 @@ from ..embed import load_embedder
 from ..entities import make_extractor
 from ..errors import InputError
 from ..exports import write_atomically
-from ..llm import LLM, load_llm, load_tokenizer
+from ..llm import ChatModel, load_llm, load_tokenizer
 from ..models import resolve
 from ..records import (
     Answer,
@@ -107,7 +107,7 @@ class Memory:
     # --- models ------------------------------------------------------------------------------
 
     @property
-    def llm(self) -> LLM:
+    def llm(self) -> ChatModel:
         return load_llm(self._llm_source, self.settings.llm)
 
     def _make_distiller(self) -> Distiller:

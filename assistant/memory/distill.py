@@ -19,7 +19,7 @@ import numpy as np
 
 from ..config import DistillOptions
 from ..entities import TripletExtractor
-from ..llm import LLM, Tokenizer
+from ..llm import ChatModel, Tokenizer
 from ..records import Block, Utterance
 
 EVENT_PROMPT = (
@@ -86,7 +86,7 @@ class Distiller:
         *,
         extractor: TripletExtractor,
         tokenizer: Tokenizer,
-        llm: LLM | None,
+        llm: ChatModel | None,
     ) -> None:
         if options.mode == "llm" and llm is None:
             raise ValueError("llm distillation needs an LLM")

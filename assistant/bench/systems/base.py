@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ...config import Settings
 from ...embed import Embedder
-from ...llm import LLM, Tokenizer
+from ...llm import ChatModel, Tokenizer
 from ...memory.answer import as_evidence, frame, strip_citations
 from ...memory.context import Candidate, render
 from ...records import Utterance
@@ -49,15 +49,15 @@ class Answerer:
     the tokenizer (which counts context tokens) is all it needs.
     """
 
-    def __init__(self, open_llm: Callable[[], LLM], tokenizer: Tokenizer, max_tokens: int, n_ctx: int) -> None:
+    def __init__(self, open_llm: Callable[[], ChatModel], tokenizer: Tokenizer, max_tokens: int, n_ctx: int) -> None:
         self._open = open_llm
-        self._llm: LLM | None = None
+        self._llm: ChatModel | None = None
         self.tokenizer = tokenizer
         self.max_tokens = max_tokens
         self.n_ctx = n_ctx  # the window of the model `open_llm` opens
 
     @property
-    def llm(self) -> LLM:
+    def llm(self) -> ChatModel:
         if self._llm is None:
             self._llm = self._open()
         return self._llm

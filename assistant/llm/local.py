@@ -1,4 +1,4 @@
-"""The local LLM through llama-cpp-python: chat, streaming, and the tokenizer that measures the budget.
+"""The LLM in this process through llama-cpp-python: chat, streaming, and the tokenizer that measures the budget.
 
 Each model file is loaded once per process. A tokenizer-only handle (`vocab_only`) serves the
 token budget when no generation is needed, so extractive ingest never pays for the weights.
@@ -16,17 +16,15 @@ import logging
 import os
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
-from .config import LLMOptions
-from .errors import ModelError
+from ..config import LLMOptions
+from ..errors import ModelError
+from .base import Message, Usage
 
 log = logging.getLogger(__name__)
 
 LOAD_LOG_ENV = "ASSISTANT_LLM_LOAD_LOG"
-
-Message = dict[str, str]
 
 
 def _llama_class() -> Any:
@@ -72,15 +70,6 @@ def gpu_offload_available() -> bool:
     return bool(llama_supports_gpu_offload())
 
 
-@dataclass
-class Usage:
-    """What the model has been asked to do, for the benchmarks' cost columns."""
-
-    calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-
-
 class Tokenizer:
     """Counts tokens exactly as the answering LLM does; loads only the vocabulary."""
 
@@ -117,6 +106,11 @@ class Tokenizer:
 
 
 class LLM:
+    """A GGUF model loaded into this process (`llm.backend: llama-cpp`)."""
+
+    # Weights in this process are always there once loaded.
+    problem: str | None = None
+
     def __init__(self, source: str, options: LLMOptions) -> None:
         use_gpu = options.device == "cuda" or (options.device == "auto" and gpu_offload_available())
         if options.device == "cuda" and not gpu_offload_available():
@@ -142,6 +136,9 @@ class LLM:
     def count(self, text: str) -> int:
         with self._lock:
             return len(self._llama.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
+    def probe(self) -> None:
+        """Nothing to reach: the weights are loaded."""
 
     def close(self) -> None:
         """Free the weights and the KV cache now: for an instance opened apart from `load_llm`'s cache
@@ -214,6 +211,6 @@ def load_tokenizer(source: str) -> Tokenizer:
 
 
 @functools.lru_cache(maxsize=2)
-def load_llm(source: str, options: LLMOptions) -> LLM:
+def load_local_llm(source: str, options: LLMOptions) -> LLM:
     log.info("loading LLM %s", source)
     return LLM(source, options)
