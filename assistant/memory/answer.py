@@ -53,7 +53,6 @@ def rules_for(question: str) -> str:
     """The answer rules the frame ends with, for this question."""
     return f"{SHORT} {WHEN} {NOT_MENTIONED}" if _ASKS_WHEN.search(question) else RULES
 
-
 DONT_KNOW = "Not mentioned."
 _DONT_KNOW_RE = re.compile(
     r"\b(i don'?t know|not (mentioned|stated|specified|available|discussed|said)|no information|"
