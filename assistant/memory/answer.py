@@ -31,27 +31,10 @@ SYSTEM = "You answer questions about past conversations, using only the notes yo
 # asking when with the resolved date in parentheses or else the day above the line cut its "not
 # mentioned" replies on LoCoMo's temporal questions from 25 to 4 of 54, but then "When do we fly
 # out?" got the day it was said, not "the fourteenth of May" the line names.
-SHORT = (
+RULES = (
     "Reply with the answer only, in as few words as possible; if the question asks for several things, list "
-    "them separated by commas."
+    "them separated by commas. If the notes do not contain it, reply: not mentioned."
 )
-NOT_MENTIONED = "If the notes do not contain it, reply: not mentioned."
-RULES = f"{SHORT} {NOT_MENTIONED}"
-# Said only to a question asking when: a date sits in three places in the notes, and without
-# this the model answered "not mentioned" with the dated line in front of it. Said to every
-# question, it made that answer more common elsewhere (BENCHMARKS.md, "Answering when").
-WHEN = (
-    "To a question asking when, reply with the date the notes give for it: a date the line itself names, "
-    "else the date in parentheses after the line, else the date above it."
-)
-_ASKS_WHEN = re.compile(
-    r"^\W*(when|by when|since when|until when|how long ago|(what|which) (date|day|time|year|month|week))\b", re.I
-)
-
-
-def rules_for(question: str) -> str:
-    """The answer rules the frame ends with, for this question."""
-    return f"{SHORT} {WHEN} {NOT_MENTIONED}" if _ASKS_WHEN.search(question) else RULES
 
 DONT_KNOW = "Not mentioned."
 _DONT_KNOW_RE = re.compile(
@@ -82,7 +65,7 @@ def frame(context: str, question: str) -> list[dict[str, str]]:
     user = (
         "Notes from past conversations, in time order, each line with who said it:\n\n"
         f"{context or '(none)'}\n\n"
-        f"Question: {question}\n{rules_for(question)}\nAnswer:"
+        f"Question: {question}\n{RULES}\nAnswer:"
     )
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 
