@@ -798,7 +798,7 @@ def import_cmd(ctx: click.Context, file: Path) -> None:
         r = memory.import_file(file)
     click.echo(
         f"{r.mode}: {r.utterances} utterances and {r.nodes} nodes added, "
-        f"{r.duplicates} already known ({r.seconds:.1f} s)"
+        f"{r.duplicates} known already ({r.seconds:.1f} s)"
     )
 
 
