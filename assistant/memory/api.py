@@ -390,7 +390,8 @@ class Memory:
         lines of it, oldest first."""
         if limit < 1:
             raise InputError(f"the limit must be at least 1, got {limit}")
-        window = self.recall_filter(since=since, until=until, speaker=speaker)
+        # The window is checked as recall checks it; the speaker is looked up once, for its id.
+        window = self.recall_filter(since=since, until=until)
         who = speakers.find(self.store, speaker).id if speaker is not None else None
         return [u for _sid, u in self.store.last_utterances(limit, who, window.since, window.until)]
 
