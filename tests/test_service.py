@@ -176,6 +176,29 @@ def test_pausing_without_a_daemon_is_kept_for_its_next_start(tmp_path):
         assert state.state == NOT_RUNNING and not state.paused and not (d.data_dir / "paused").exists()
 
 
+def test_status_without_a_daemon_reads_the_database_and_loads_no_model(tmp_path, monkeypatch):
+    d: DaemonProcess = daemon_config(tmp_path / "d")
+    settings = load_settings(d.config)
+    with LocalMemory(settings) as local:
+        empty = local.status()
+        assert empty.memory.utterances == 0 and empty.speakers == () and not (d.data_dir / "memory.db").exists()
+        local.memory.add_many(read_conversations(SAMPLE)[0].utterances[:6])
+        filed = local.memory.stats(), tuple(local.memory.speakers())
+
+    def no_model(*_args, **_kwargs):
+        raise AssertionError("a status with no daemon loaded the embedder")
+
+    monkeypatch.setattr("assistant.memory.api.load_embedder", no_model)
+    with LocalMemory(settings) as local:
+        state = local.pause()
+    # The file's size moves as the write-ahead log is checkpointed on close; the rest must agree.
+    assert state.paused and (dataclasses.replace(state.memory, database_bytes=0), state.speakers) == (
+        dataclasses.replace(filed[0], database_bytes=0),
+        filed[1],
+    )
+    assert state.memory.utterances == 6 and state.memory.database_bytes > 0 and len(state.speakers) == 3
+
+
 @pytest.mark.slow
 def test_an_answer_through_the_daemon_is_the_record_the_local_memory_gives(both):
     _local, _remote, client, _settings = both

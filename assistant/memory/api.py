@@ -721,15 +721,20 @@ class Memory:
         return [build(n) for n in children.get(None, [])]
 
     def stats(self) -> MemoryStats:
-        counts = self.store.node_counts()
-        return MemoryStats(
-            tokens=self.store.total_tokens(),
-            token_budget=self.settings.memory.budget.token_budget,
-            scenes=counts[Level.SCENE],
-            events=counts[Level.EVENT],
-            amus=counts[Level.AMU],
-            utterances=self.store.utterance_count(),
-            pending_blocks=self.store.pending_count(),
-            buffered=len(self.engine.buffer.buffer),
-            database_bytes=self.store.file_bytes(),
-        )
+        return stats_of(self.store, self.settings, buffered=len(self.engine.buffer.buffer))
+
+
+def stats_of(store: Store, settings: Settings, *, buffered: int) -> MemoryStats:
+    """The memory's size: `buffered` lines wait in the sensing buffer (the engine's, when one runs)."""
+    counts = store.node_counts()
+    return MemoryStats(
+        tokens=store.total_tokens(),
+        token_budget=settings.memory.budget.token_budget,
+        scenes=counts[Level.SCENE],
+        events=counts[Level.EVENT],
+        amus=counts[Level.AMU],
+        utterances=store.utterance_count(),
+        pending_blocks=store.pending_count(),
+        buffered=buffered,
+        database_bytes=store.file_bytes(),
+    )

@@ -20,6 +20,7 @@ from ..records import (
     ForgetOutcome,
     ImportReport,
     MemoryNode,
+    MemoryStats,
     MergeSuggestion,
     Reassignment,
     SearchResult,
@@ -28,8 +29,9 @@ from ..records import (
     Status,
     Utterance,
 )
+from ..store.store import Store
 from . import archive, forget
-from .api import Memory, TreeNode
+from .api import Memory, TreeNode, stats_of
 
 
 class LocalMemory:
@@ -60,6 +62,7 @@ class LocalMemory:
 
     def status(self) -> Status:
         flag = self.settings.paused_flag
+        stats, voices = self._size()
         return Status(
             state=NOT_RUNNING,
             paused=flag.exists(),
@@ -71,13 +74,27 @@ class LocalMemory:
             spooled_segments=0,
             queued_seconds=0.0,
             acknowledged=0,
-            memory=self.memory.stats(),
-            speakers=tuple(self.memory.speakers()),
+            memory=stats,
+            speakers=voices,
             models={"embedder": self.settings.models.embedder, "llm": self.settings.models.llm},
             devices={},
             uptime_seconds=0.0,
             push_to_talk=False,
         )
+
+    def _size(self) -> tuple[MemoryStats, tuple[Speaker, ...]]:
+        """The memory's size and voices; read from the database alone when nothing opened `Memory`,
+        so a status or a pause with no daemon loads no model."""
+        if self._memory is not None:
+            return self._memory.stats(), tuple(self._memory.speakers())
+        store = Store.open_existing(self.settings.database_path)
+        if store is None:
+            budget = self.settings.memory.budget.token_budget
+            return MemoryStats(0, budget, 0, 0, 0, 0, 0, 0, 0), ()
+        try:
+            return stats_of(store, self.settings, buffered=len(store.stsb()[0])), tuple(store.speakers())
+        finally:
+            store.close()
 
     def pause(self) -> Status:
         flag = self.settings.paused_flag

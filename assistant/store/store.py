@@ -69,6 +69,26 @@ class Store:
         self.on_rollback: list[Callable[[], None]] = [self.reload_index]
         self.reload_index()
 
+    @classmethod
+    def open_existing(cls, path: Path | str) -> Store | None:
+        """The memory at `path` with the embedder it was built with; None when there is none yet.
+
+        Needs no embedding model, only its name and dimension from the database, so a status or
+        a count reads the memory without loading one.
+        """
+        if not Path(path).exists():
+            return None
+        db = Database(path)
+        try:
+            has_meta = db.one("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'") is not None
+            found = "SELECT key, value FROM meta WHERE key IN ('embedder', 'embedding_dim')"
+            rows = dict(db.all(found)) if has_meta else {}
+        finally:
+            db.close()
+        if len(rows) < 2:
+            return None
+        return cls(path, embedder=rows["embedder"], dim=int(rows["embedding_dim"]))
+
     def close(self) -> None:
         self.db.close()
 
