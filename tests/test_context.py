@@ -9,15 +9,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from assistant.llm import load_tokenizer
-from assistant.memory.answer import (
-    DONT_KNOW,
-    asks_for_a_day,
-    build_prompt,
-    cited_evidence,
-    frame,
-    says_unknown,
-    strip_citations,
-)
+from assistant.memory.answer import DONT_KNOW, build_prompt, cited_evidence, frame, says_unknown, strip_citations
 from assistant.memory.context import Candidate, adds_words, build_context, render
 from assistant.models import resolve
 from assistant.records import Evidence
@@ -113,12 +105,6 @@ def test_the_frame_asks_for_a_short_answer_after_the_context():
     prefix = user[: user.index("Question:")]
     assert other.startswith(prefix)
     assert frame("", "Anything?")[-1]["content"].count("(none)") == 1
-    # Only a question that asks for a day is told where the notes put dates: the rule cost the
-    # other kinds of question when told to all (BENCHMARKS.md).
-    assert "parentheses" in user and "date above the line" in user
-    for question in ("Who is going?", "How long ago was the trip?", "What year was the trip?"):
-        assert "parentheses" not in frame("", question)[-1]["content"], question
-    assert asks_for_a_day("On which day is the trip?") and asks_for_a_day("  what date did Sam say?")
 
 
 def test_not_mentioned_is_read_as_not_knowing_and_cites_nothing():
