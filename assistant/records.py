@@ -384,6 +384,12 @@ class MemoryStats:
     buffered: int
     database_bytes: int
 
+    @classmethod
+    def empty(cls, token_budget: int) -> MemoryStats:
+        """A memory with nothing in it yet (no database file either)."""
+        zeros = {f.name: 0 for f in dataclasses.fields(cls)}
+        return cls(**{**zeros, "token_budget": token_budget})
+
 
 # The state of a memory no daemon holds (the CLI's, on the database directly).
 NOT_RUNNING = "not running"

@@ -14,7 +14,7 @@ JSON: `chat(..., schema=...)` asks the server to constrain its decoding through
 llama-server), then, if the server refuses that form, in llama-cpp-python's (`json_object` with a
 `schema`), and if it refuses both, at prompt level only (the schema is put in the system message;
 nothing then guarantees the reply parses). The form that worked is remembered. The distiller asks
-for no schema (its replies are short phrases), so this serves callers that do.
+for no schema (its replies are short phrases); the digest's commitment judge does.
 """
 
 from __future__ import annotations

@@ -89,19 +89,7 @@ class LocalMemory:
             return self._memory.stats(), tuple(self._memory.speakers())
         store = Store.open_existing(self.settings.database_path)
         if store is None:
-            budget = self.settings.memory.budget.token_budget
-            empty = MemoryStats(
-                tokens=0,
-                token_budget=budget,
-                scenes=0,
-                events=0,
-                amus=0,
-                utterances=0,
-                pending_blocks=0,
-                buffered=0,
-                database_bytes=0,
-            )
-            return empty, ()
+            return MemoryStats.empty(self.settings.memory.budget.token_budget), ()
         try:
             return stats_of(store, self.settings, buffered=len(store.stsb()[0])), tuple(store.speakers())
         finally:
