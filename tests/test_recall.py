@@ -198,3 +198,27 @@ def test_lexical_index_is_built_for_a_database_of_an_earlier_version(tmp_path):
     assert sorted(upgraded.store.held_ids()) == held
     check_invariants(upgraded)
     upgraded.close()
+
+
+def test_lines_far_below_the_best_match_stay_out_of_the_context(tmp_path):
+    """`answer.min_score_share`: a small answerer reads a short context of strong matches better
+    than one filled to the cap with weak ones, so a line scoring under that share of the best is
+    left out, however much room is left."""
+    question = "Where is the hotel Ana booked?"
+    contexts = {}
+    for share in (0.0, 0.6):
+        mem = open_memory(tmp_path / f"data-{share}", answer={"min_score_share": share, "neighbours": 0})
+        _fill(mem)
+        prepared = mem.prepare(question, use=False)
+        assert prepared.prompt is not None
+        scores = {r.evidence.utterance_id: r.score for r in prepared.retrieval.lines}
+        contexts[share] = (prepared.prompt.sources, scores, prepared.prompt.context_tokens)
+        mem.close()
+    (wide, scores, wide_tokens), (narrow, _, narrow_tokens) = contexts[0.0], contexts[0.6]
+    best = max(scores.values())
+    # Without a floor the cap is all that limits: every recalled line fits this small memory.
+    assert {e.utterance_id for e in wide} == set(scores)
+    assert any(s < 0.6 * best for s in scores.values())
+    # With it, exactly the lines at or above the floor are quoted, the best first among them.
+    assert {e.utterance_id for e in narrow} == {u for u, s in scores.items() if s >= 0.6 * best}
+    assert any("hotel" in e.text for e in narrow) and narrow_tokens < wide_tokens

@@ -591,7 +591,8 @@ class Memory:
         """The recalled lines in order of relevance, each with its event's summary where that adds words,
         and the question just before each of the strongest lines."""
         opts = self.settings.memory.answer
-        lines = [r.evidence for r in retrieval.lines]
+        floor = opts.min_score_share * retrieval.lines[0].score if retrieval.lines else 0.0
+        lines = [r.evidence for r in retrieval.lines if r.score >= floor]
         summaries: dict[int, str] = {}
         if opts.summaries and lines:
             node_ids = self.store.node_ids_of(e.utterance_id for e in lines)
