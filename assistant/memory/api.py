@@ -589,10 +589,16 @@ class Memory:
 
     def _candidates(self, retrieval: Retrieval) -> list[Candidate]:
         """The recalled lines in order of relevance, each with its event's summary where that adds words,
-        and the question just before each of the strongest lines."""
+        and the question just before each of the strongest lines.
+
+        With `answer.min_score_share`, a line scoring below that share of the best line's is not
+        offered at all: the 0.5B answerer finds the evidence among a few strong matches more often
+        than among many weak ones, however much room the cap leaves."""
         opts = self.settings.memory.answer
-        floor = opts.min_score_share * retrieval.lines[0].score if retrieval.lines else 0.0
-        lines = [r.evidence for r in retrieval.lines if r.score >= floor]
+        lines = [r.evidence for r in retrieval.lines]
+        if opts.min_score_share > 0 and retrieval.lines:
+            floor = opts.min_score_share * retrieval.lines[0].score
+            lines = [r.evidence for r in retrieval.lines if r.score >= floor]
         summaries: dict[int, str] = {}
         if opts.summaries and lines:
             node_ids = self.store.node_ids_of(e.utterance_id for e in lines)
