@@ -595,10 +595,10 @@ class Memory:
         offered at all: the 0.5B answerer finds the evidence among a few strong matches more often
         than among many weak ones, however much room the cap leaves."""
         opts = self.settings.memory.answer
-        lines = [r.evidence for r in retrieval.lines]
-        if opts.min_score_share > 0 and retrieval.lines:
-            floor = opts.min_score_share * retrieval.lines[0].score
-            lines = [r.evidence for r in retrieval.lines if r.score >= floor]
+        # Fused scores are positive (reciprocal ranks plus a non-negative utility tie-break), so a
+        # share of 0 keeps every line.
+        floor = opts.min_score_share * retrieval.lines[0].score if retrieval.lines else 0.0
+        lines = [r.evidence for r in retrieval.lines if r.score >= floor]
         summaries: dict[int, str] = {}
         if opts.summaries and lines:
             node_ids = self.store.node_ids_of(e.utterance_id for e in lines)
