@@ -8,6 +8,7 @@ so with one of these messages (they bubble up to the app).
 from __future__ import annotations
 
 from textual.message import Message
+from textual.widget import Widget
 
 from ..daemon.client import DaemonRefused
 from ..errors import AssistantError
@@ -27,3 +28,10 @@ class DaemonChanged(Message):
 def said(exc: AssistantError) -> str:
     """An error as the screens show it: a refusal in the daemon's own words, anything else whole."""
     return exc.message if isinstance(exc, DaemonRefused) else str(exc)
+
+
+def taken_down(widget: Widget) -> bool:
+    """Whether `widget` is being removed or is gone. A worker awaiting the daemon can resume after
+    the app began closing: its widget is then still attached but its children are already pruned,
+    so querying them would raise. This is the test Textual makes itself before recomposing."""
+    return not widget.is_attached or widget._pruning

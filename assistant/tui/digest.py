@@ -20,7 +20,7 @@ from textual.widgets import Input, Label, Static
 from ..daemon.client import AsyncDaemonClient
 from ..errors import AssistantError
 from ..records import Commitment, Digest, DigestItem, Evidence
-from .connection import said
+from .connection import said, taken_down
 
 
 def today(zone: tzinfo) -> str:
@@ -103,11 +103,14 @@ class DigestPane(Vertical):
         try:
             digest = await self.client.digest(self.day)
         except AssistantError as exc:
-            self.query_one("#digest-summary", Label).update(f"  {said(exc)}")
+            if not taken_down(self):
+                self.query_one("#digest-summary", Label).update(f"  {said(exc)}")
             return
         self.show(digest)
 
     def show(self, digest: Digest) -> None:
+        if taken_down(self):
+            return  # the app closed while the daemon answered
         self.digest = digest
         who = ", ".join(digest.speakers) or "nobody"
         waiting = f"; {digest.unfiled} lines not filed yet" if digest.unfiled else ""

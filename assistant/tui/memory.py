@@ -19,7 +19,7 @@ from textual.widgets.tree import TreeNode
 from ..daemon.client import AsyncDaemonClient
 from ..errors import AssistantError
 from ..records import MemoryNode, MemoryStats
-from .connection import DaemonChanged, said
+from .connection import DaemonChanged, said, taken_down
 from .dialogs import ConfirmScreen
 
 LEVEL_STYLE = {"scene": "bold", "event": "", "amu": "dim"}
@@ -104,6 +104,8 @@ class MemoryPane(Vertical):
         )
 
     def show_tree(self, nodes: list[MemoryNode]) -> None:
+        if taken_down(self):
+            return  # the app closed while the daemon answered
         self.nodes = nodes
         self._rebuild()
 

@@ -17,7 +17,7 @@ from textual.widgets import DataTable, Label, Static
 from ..daemon.client import AsyncDaemonClient
 from ..errors import AssistantError
 from ..records import MergeSuggestion, Speaker
-from .connection import DaemonChanged, said
+from .connection import DaemonChanged, said, taken_down
 from .dialogs import Correction, MergeScreen, NameScreen, ReassignScreen, WhoScreen
 
 
@@ -80,6 +80,8 @@ class SpeakersPane(Vertical):
 
     def show_suggestions(self, suggestions: list[MergeSuggestion]) -> None:
         """Pairs whose voices sound alike, strongest first."""
+        if taken_down(self):
+            return  # the app closed while the daemon answered
         self.suggestions = suggestions
         lines = [
             f"Perhaps one voice: {m.keep.name} (#{m.keep.id}) and {m.other.name} "
