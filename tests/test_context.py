@@ -9,10 +9,18 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from assistant.llm import load_tokenizer
-from assistant.memory.answer import DONT_KNOW, build_prompt, cited_evidence, frame, says_unknown, strip_citations
+from assistant.memory.answer import (
+    DONT_KNOW,
+    asks_for_a_day,
+    build_prompt,
+    cited_evidence,
+    frame,
+    says_unknown,
+    strip_citations,
+)
 from assistant.memory.context import Candidate, adds_words, build_context, render
 from assistant.models import resolve
-from assistant.records import Evidence
+from assistant.records import Evidence, Utterance
 
 from .conftest import open_memory
 
@@ -105,6 +113,35 @@ def test_the_frame_asks_for_a_short_answer_after_the_context():
     prefix = user[: user.index("Question:")]
     assert other.startswith(prefix)
     assert frame("", "Anything?")[-1]["content"].count("(none)") == 1
+    # Only a question that asks for a day is told where the notes put dates: the rule cost the
+    # other kinds of question when told to all (BENCHMARKS.md).
+    assert "parentheses" in user and "date above the line" in user
+    for question in ("Who is going?", "How long ago was the trip?", "What year was the trip?"):
+        assert "parentheses" not in frame("", question)[-1]["content"], question
+    assert asks_for_a_day("On which day is the trip?") and asks_for_a_day("  what date did Sam say?")
+
+
+def test_only_a_question_asking_for_a_day_sees_named_days_written_out(tmp_path):
+    """The context the memory builds: "the fourteenth of May" gets the date it means for "When do
+    we fly out?", and stays as said for any other question (BENCHMARKS.md, "Answering when")."""
+    mem = open_memory(tmp_path / "data")
+    said = datetime(2026, 11, 16, 9, 2, tzinfo=UTC).timestamp()
+    mem.add_many(
+        [
+            Utterance("Priya", "We fly out on the fourteenth of May and come back on the nineteenth.", said),
+            Utterance("Priya", "I am allergic to peanuts, so I always ask them first.", said + 60),
+        ]
+    )
+    written = "We fly out on the fourteenth of May (14 May 2027) and come back on the nineteenth (19 May 2027)."
+    when = mem.prepare("When do we fly out?", use=False).prompt
+    other = mem.prepare("Who will come back?", use=False).prompt
+    mem.close()
+    assert when is not None and other is not None
+    assert written in when.messages[-1]["content"] and when.named_days
+    assert "fourteenth of May and come back" in other.messages[-1]["content"] and not other.named_days
+    assert "(14 May 2027)" not in other.messages[-1]["content"]
+    # The answer is traced through the date the model read.
+    assert cited_evidence("14 May 2027", when, UTC)[0].text.startswith("We fly out")
 
 
 def test_not_mentioned_is_read_as_not_knowing_and_cites_nothing():

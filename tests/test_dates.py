@@ -352,6 +352,60 @@ def test_annotate_writes_the_phrase_beside_the_words() -> None:
     assert annotate(expected, said, LISBON) == expected
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # Said on Monday 14 August 2023: a date without its year is the occurrence nearest then.
+        ("We fly out on the fourteenth of May.", "We fly out on the fourteenth of May (14 May 2023)."),
+        ("Back on the 3rd of February", "Back on the 3rd of February (3 February 2024)"),
+        ("The fair is on December 2nd", "The fair is on December 2nd (2 December 2023)"),
+        ("It opened May 5, 2021 downtown", "It opened May 5, 2021 (5 May 2021) downtown"),
+        ("I moved on 20 july", "I moved on 20 july (20 July 2023)"),
+        # Written out already, it is left as it is.
+        ("It was on 14 May 2023.", "It was on 14 May 2023."),
+        # Not a day: a word ordinal without "of", a month that is a verb, no month, no such day,
+        # a birthday with no year (the year of a birth is not this one's).
+        ("My first May in Berlin", "My first May in Berlin"),
+        ("you may 2 times over", "you may 2 times over"),
+        ("back on the nineteenth", "back on the nineteenth"),
+        # ...but after a day named with its month, a bare day takes that month.
+        (
+            "We fly out on the fourteenth of May and come back on the nineteenth.",
+            "We fly out on the fourteenth of May (14 May 2023) and come back on the nineteenth (19 May 2023).",
+        ),
+        (
+            "On May 3rd I left, the second time I was the first.",
+            "On May 3rd (3 May 2023) I left, the second time I was the first.",
+        ),
+        # Said in August, "the third of February" is next February's, and so is the day after it.
+        (
+            "From the 3rd of February to the fifth, I'm away.",
+            "From the 3rd of February (3 February 2024) to the fifth (5 February 2024), I'm away.",
+        ),
+        ("the 31st of April", "the 31st of April"),
+        ("She was born on the 3rd of June.", "She was born on the 3rd of June."),
+        # A relative and a named day in one line.
+        (
+            "Last Friday we set the twenty-first of December.",
+            "Last Friday (the Friday before 14 August 2023) we set the twenty-first of December (21 December 2023).",
+        ),
+    ],
+)
+def test_annotate_writes_the_date_a_named_day_means(text: str, expected: str) -> None:
+    said = local(*MON_14_AUG)
+    assert annotate(text, said, LISBON, named_days=True) == expected
+    assert annotate(expected, said, LISBON, named_days=True) == expected
+
+
+def test_named_days_are_written_out_only_when_asked() -> None:
+    # Other questions see only relative dates resolved: named days written out above a line cost
+    # them (BENCHMARKS.md, "Answering when").
+    said = local(*MON_14_AUG)
+    text = "Last Friday we set the twenty-first of December."
+    plain = "Last Friday (the Friday before 14 August 2023) we set the twenty-first of December."
+    assert annotate(text, said, LISBON) == plain
+
+
 def test_annotate_without_a_zone_is_utc() -> None:
     # 23:30 UTC on Sunday 13 August is already Monday in Lisbon.
     said = utc("2023-08-13T23:30")

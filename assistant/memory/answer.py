@@ -27,14 +27,33 @@ SYSTEM = "You answer questions about past conversations, using only the notes yo
 # Measured on LoCoMo development questions with the 0.5B answerer (BENCHMARKS.md): a request for
 # "as few words as possible" (with a list for a question that asks for several things) beat longer
 # rules, and no example values: a small model copied an example date, or the rules' own words.
-# Tried and not kept (BENCHMARKS.md, "Answering when"): telling the model to answer a question
-# asking when with the resolved date in parentheses or else the day above the line cut its "not
-# mentioned" replies on LoCoMo's temporal questions from 25 to 4 of 54, but then "When do we fly
-# out?" got the day it was said, not "the fourteenth of May" the line names.
-RULES = (
+SHORT = (
     "Reply with the answer only, in as few words as possible; if the question asks for several things, list "
-    "them separated by commas. If the notes do not contain it, reply: not mentioned."
+    "them separated by commas."
 )
+UNKNOWN = "If the notes do not contain it, reply: not mentioned."
+# Only to a question that asks for a day (BENCHMARKS.md, "Answering when", four tries): without it
+# the 1.5B answerer replied "not mentioned" to most when-questions with the dated line in front of
+# it; told to every question, it cost the others. For such a question every date a line names,
+# relative ("last Friday") or written out ("the fourteenth of May"), is in parentheses after it
+# (`dates.annotate` with named_days), so "the date in parentheses" is the date the line means and
+# the day above it the fallback; other questions see only the relative ones resolved.
+WHEN = (
+    "To a question asking when, reply with a date from the notes: the date in parentheses after what happened, "
+    "or else the date above the line."
+)
+RULES = f"{SHORT} {UNKNOWN}"
+RULES_WHEN = f"{SHORT} {WHEN} {UNKNOWN}"
+# "When did ...?", "What date ...?", "On which day ...?"; not "How long ago ...?" (a duration) or
+# "What year ...?" (a date would be more than asked).
+_ASKS_FOR_A_DAY = re.compile(r"^\W*(?:when\b|(?:on\s+)?(?:what|which)\s+(?:date|day)\b)", re.IGNORECASE)
+
+
+def asks_for_a_day(question: str) -> bool:
+    """Whether `question` asks for a day: its context then has named days written out as dates,
+    and its frame says where the notes put dates."""
+    return bool(_ASKS_FOR_A_DAY.match(question))
+
 
 DONT_KNOW = "Not mentioned."
 _DONT_KNOW_RE = re.compile(
@@ -54,6 +73,7 @@ class Prompt:
     # The lines shown in the context, in time order: what an answer may rest on.
     sources: tuple[Evidence, ...]
     context_tokens: int
+    named_days: bool = False  # whether the context wrote out named days as dates (`asks_for_a_day`)
 
 
 def as_evidence(u: Utterance) -> Evidence:
@@ -65,13 +85,18 @@ def frame(context: str, question: str) -> list[dict[str, str]]:
     user = (
         "Notes from past conversations, in time order, each line with who said it:\n\n"
         f"{context or '(none)'}\n\n"
-        f"Question: {question}\n{RULES}\nAnswer:"
+        f"Question: {question}\n{RULES_WHEN if asks_for_a_day(question) else RULES}\nAnswer:"
     )
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 
 
 def build_prompt(question: str, context: Context) -> Prompt:
-    return Prompt(messages=frame(context.text, question), sources=context.sources, context_tokens=context.tokens)
+    return Prompt(
+        messages=frame(context.text, question),
+        sources=context.sources,
+        context_tokens=context.tokens,
+        named_days=asks_for_a_day(question),
+    )
 
 
 def _content_words(text: str) -> set[str]:
@@ -87,8 +112,12 @@ def cited_evidence(text: str, prompt: Prompt, zone: tzinfo) -> tuple[Evidence, .
     words = _content_words(strip_citations(text))
     if not words:
         return ()
+
+    def read_as(ev: Evidence) -> str:
+        return annotate(ev.text, ev.time, zone, named_days=prompt.named_days)
+
     overlap = {
-        i: len(words & _content_words(f"{day_heading(ev.time, zone)} {ev.speaker} {annotate(ev.text, ev.time, zone)}"))
+        i: len(words & _content_words(f"{day_heading(ev.time, zone)} {ev.speaker} {read_as(ev)}"))
         for i, ev in enumerate(prompt.sources)
     }
     best = max(overlap.values(), default=0)

@@ -41,7 +41,16 @@ from ..records import (
 )
 from ..store.store import Store
 from . import archive, digest, forget, speakers
-from .answer import DONT_KNOW, Prompt, as_evidence, build_prompt, cited_evidence, says_unknown, strip_citations
+from .answer import (
+    DONT_KNOW,
+    Prompt,
+    as_evidence,
+    asks_for_a_day,
+    build_prompt,
+    cited_evidence,
+    says_unknown,
+    strip_citations,
+)
 from .budget import enforce_budget
 from .commitments import Judge, LLMJudge, Verdict
 from .context import Candidate, adds_words, build_context
@@ -663,6 +672,7 @@ class Memory:
             terms=retrieval.terms,
             whole=opts.whole_lines,
             trim_above=opts.trim_above,
+            named_days=asks_for_a_day(retrieval.question),
         )
         if use:
             self._mark_used(list(context.sources))

@@ -92,8 +92,10 @@ def _day(t: float, zone: tzinfo) -> str:
     return datetime.fromtimestamp(t, tz=zone).date().isoformat()
 
 
-def render(lines: Sequence[Candidate], zone: tzinfo) -> str:
-    """Lines in time order, one date line per day; a summary is shown once, above its first line."""
+def render(lines: Sequence[Candidate], zone: tzinfo, *, named_days: bool = False) -> str:
+    """Lines in time order, one date line per day; a summary is shown once, above its first line.
+    Relative dates are resolved in parentheses, and with `named_days` days named by their date
+    too (`dates.annotate`)."""
     out: list[str] = []
     day = None
     shown: set[str] = set()
@@ -108,7 +110,7 @@ def render(lines: Sequence[Candidate], zone: tzinfo) -> str:
         if c.summary and c.summary not in shown:
             shown.add(c.summary)
             out.append(f"({c.summary})")
-        out.append(f"{ev.speaker}: {annotate(c.text, ev.time, zone)}")
+        out.append(f"{ev.speaker}: {annotate(c.text, ev.time, zone, named_days=named_days)}")
     return "\n".join(out)
 
 
@@ -127,6 +129,7 @@ def build_context(
     terms: Sequence[str] = (),
     whole: int = 2,
     trim_above: int = 0,
+    named_days: bool = False,
 ) -> Context:
     """The most relevant candidates (given best first) that fit in `max_tokens`, rendered in time order.
 
@@ -154,7 +157,7 @@ def build_context(
         if trim_above and rank >= whole and tokenizer.count(c.evidence.text) > trim_above:
             c = trimmed(c, wanted)
         ev = c.evidence
-        cost = tokenizer.count(f"{ev.speaker}: {annotate(c.text, ev.time, zone)}") + 1
+        cost = tokenizer.count(f"{ev.speaker}: {annotate(c.text, ev.time, zone, named_days=named_days)}") + 1
         day = _day(ev.time, zone)
         if day not in days:
             cost += tokenizer.count(f"{day_heading(ev.time, zone)}:") + 2
@@ -171,10 +174,10 @@ def build_context(
         if c.summary:
             summaries.add(c.summary)
         used += cost + extra
-    text = render(chosen, zone)
+    text = render(chosen, zone, named_days=named_days)
     while chosen and tokenizer.count(text) > max_tokens:
         chosen.pop()  # the least relevant of those chosen
-        text = render(chosen, zone)
+        text = render(chosen, zone, named_days=named_days)
     # Pieces counted apart cost a little more than counted together; fill what that left over,
     # still in order of relevance, counting exactly.
     room = max_tokens - tokenizer.count(text)
@@ -183,7 +186,7 @@ def build_context(
             break
         if cost > room + 8 or c.evidence.utterance_id in seen:
             continue
-        trial = render([*chosen, c], zone)
+        trial = render([*chosen, c], zone, named_days=named_days)
         if tokenizer.count(trial) <= max_tokens:
             chosen.append(c)
             seen.add(c.evidence.utterance_id)

@@ -337,11 +337,123 @@ def find_expressions(text: str, said_at: float, zone: tzinfo) -> list[TimeExpres
     return found
 
 
-def annotate(text: str, said_at: float, zone: tzinfo | None = None) -> str:
-    """`text` with each relative time expression followed by what it means, in parentheses:
-    "last Friday (the Friday before 14 August 2023)". `zone` None = UTC."""
+# A day named by its date: "14 May", "the 14th of May", "the fourteenth of May", "May 14th",
+# "May fourteenth", with or without a year.
+_ORDINAL_WORDS = {
+    w: i + 1
+    for i, w in enumerate(
+        "first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth thirteenth "
+        "fourteenth fifteenth sixteenth seventeenth eighteenth nineteenth twentieth twenty-first "
+        "twenty-second twenty-third twenty-fourth twenty-fifth twenty-sixth twenty-seventh twenty-eighth "
+        "twenty-ninth thirtieth thirty-first".split()
+    )
+}
+_DAY_WORD = "|".join(sorted(_ORDINAL_WORDS, key=len, reverse=True))
+_DAY_NUMBER = r"\d{1,2}(?:st|nd|rd|th)?|" + _DAY_WORD
+# A word ordinal before a month counts only with "of" ("the first of May", not "my first May").
+_NAMED_DAY = re.compile(
+    r"\b(?:(?:the\s+)?(?:(?P<d1>\d{1,2}(?:st|nd|rd|th)?)\s+(?:of\s+)?|(?P<w1>" + _DAY_WORD + r")\s+of\s+)"
+    r"(?P<m1>" + _MON + r")"
+    r"|(?P<m2>" + _MON + r")\s+(?:the\s+)?(?P<d2>" + _DAY_NUMBER + r"))"
+    r"(?:,?\s+(?P<year>(?:19|20)\d{2}))?\b",
+    re.IGNORECASE,
+)
+
+
+def _day_number(word: str) -> int:
+    word = word.lower()
+    return _ORDINAL_WORDS[word] if word in _ORDINAL_WORDS else int(re.sub(r"\D", "", word))
+
+
+# A bare day after one named with its month takes that month: "we fly out on the fourteenth of
+# May and come back on the nineteenth". Only after a preposition and at the end of a clause, so
+# "the second time" and "I was the first" stay what they are.
+_BARE_DAY = re.compile(
+    r"\b(?:on|by|until|till|to|from|before|after)\s+(?P<the>the)\s+(?P<d>\d{1,2}(?:st|nd|rd|th)|"
+    + _DAY_WORD
+    + r")"
+    + _CLAUSE_END,
+    re.IGNORECASE,
+)
+
+
+def _nearest(month: int, day: int, said: date) -> date:
+    """The date `day` `month` nearest `said` (ValueError when no year near has it: 31 April)."""
+    return min(
+        (date(y, month, day) for y in (said.year - 1, said.year, said.year + 1) if _valid(y, month, day)),
+        key=lambda c: abs((c - said).days),
+    )
+
+
+def find_named_days(text: str, said_at: float, zone: tzinfo) -> list[TimeExpression]:
+    """The days `text` names by their date, in order. Without a year, a date is the occurrence
+    nearest the day it was said: "the fourteenth of May" said in November is next May's, said in
+    June this May's (the words alone do not say whether a plan or a memory is meant)."""
+    said = datetime.fromtimestamp(said_at, zone).date()
+    found: list[TimeExpression] = []
+    for m in _NAMED_DAY.finditer(text):
+        month_name = m.group("m1") or m.group("m2")
+        # A birth date's year is not this year's or the next: without one, no day can be named.
+        born = re.search(r"\bborn\s+(?:on\s+)?$", text[max(0, m.start() - 20) : m.start()], re.IGNORECASE)
+        if born and not m.group("year"):
+            continue
+        # "you may 2x ..." is no date: a month that is also a word, before its day, is one only
+        # when capitalised.
+        if m.group("m2") and month_name.lower() in _HOMOGRAPHS and month_name[0].islower():
+            continue
+        month, day = _month_number(month_name), _day_number(m.group("d1") or m.group("w1") or m.group("d2"))
+        try:
+            d = date(int(m.group("year")), month, day) if m.group("year") else _nearest(month, day, said)
+        except ValueError:  # 31 April, or 29 February in no year near
+            continue
+        found.append(TimeExpression(m.start(), m.end(), m.group(0), _fmt_day(d), *_days(d, 1, zone)))
+    if not found:
+        return found
+    for m in _BARE_DAY.finditer(text):
+        start, end = m.start("the"), m.end("d")
+        named = [e for e in found if e.end <= start]
+        if not named or any(e.start < end and start < e.end for e in found):
+            continue
+        # Nearest the day named before it, not the day said: "the fourteenth of May and the
+        # nineteenth" said in November are both next May's, though this May is nearer.
+        before = datetime.fromtimestamp(named[-1].since, zone).date()
+        try:
+            d = _nearest(before.month, _day_number(m.group("d")), before)
+        except ValueError:
+            continue
+        found.append(TimeExpression(start, end, text[start:end], _fmt_day(d), *_days(d, 1, zone)))
+    return sorted(found, key=lambda e: e.start)
+
+
+def _valid(year: int, month: int, day: int) -> bool:
+    try:
+        date(year, month, day)
+    except ValueError:
+        return False
+    return True
+
+
+def annotate(text: str, said_at: float, zone: tzinfo | None = None, *, named_days: bool = False) -> str:
+    """`text` with each relative time expression followed by what it means, in parentheses: "last
+    Friday (the Friday before 14 August 2023)"; with `named_days`, each day named by its date too:
+    "the fourteenth of May (14 May 2024)". A date already written as the phrase would be ("on 14
+    May 2024") is left as it is. `zone` None = UTC.
+
+    Named days are written out only for a question that asks for a day (`answer.asks_for_a_day`):
+    in every context they cost other questions (the 1.5B answered "not mentioned" to "What is
+    Priya allergic to?" with two trip dates written out above the peanut line; BENCHMARKS.md,
+    "Answering when")."""
+    zone = zone or UTC
+    found = find_expressions(text, said_at, zone)
+    if named_days:
+        found += find_named_days(text, said_at, zone)
+    expressions = sorted(found, key=lambda e: e.start)
     out, pos = [], 0
-    for e in find_expressions(text, said_at, zone or UTC):
+    for e in expressions:
+        if e.start < pos:  # overlaps one already annotated
+            continue
+        if e.words.lower() == e.phrase.lower():
+            continue
         note = f" ({e.phrase})"
         out.append(text[pos : e.end])
         if not text.startswith(note, e.end):  # already annotated

@@ -17,7 +17,7 @@ from pathlib import Path
 from ...config import Settings
 from ...embed import Embedder
 from ...llm import ChatModel, Tokenizer
-from ...memory.answer import as_evidence, frame, strip_citations
+from ...memory.answer import as_evidence, asks_for_a_day, frame, strip_citations
 from ...memory.context import Candidate, render
 from ...records import Utterance
 
@@ -78,10 +78,12 @@ class Answerer:
         return self.tokenizer.count(text) + 16
 
 
-def render_lines(utterances: Sequence[Utterance], zone: tzinfo) -> str:
+def render_lines(utterances: Sequence[Utterance], zone: tzinfo, question: str = "") -> str:
     """The baselines' context, shown exactly as the memory shows its lines: by day, in time order,
-    each with its speaker and its relative dates resolved (`memory/context.py`)."""
-    return render([Candidate(as_evidence(u)) for u in utterances], zone)
+    each with its speaker and its relative dates resolved (`memory/context.py`), and for a
+    `question` that asks for a day, the days lines name by their date written out too."""
+    named_days = asks_for_a_day(question)
+    return render([Candidate(as_evidence(u)) for u in utterances], zone, named_days=named_days)
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ class RagSystem(System):
         started = time.perf_counter()
         hits = self._store.search_utterances(self._embedder.encode_one(question), self._k)
         shown = sorted((u for u, _ in hits), key=lambda u: (u.time, u.id or 0))
-        text = render_lines(shown, self._zone)
+        text = render_lines(shown, self._zone, question)
         retrieval_ms = (time.perf_counter() - started) * 1000
         positions = frozenset(self._position[u.id] for u in shown if u.id in self._position)
         return Context(text, positions, self.answerer.tokenizer.count(text), retrieval_ms)
