@@ -377,11 +377,11 @@ _BARE_DAY = re.compile(
 )
 
 
-def _nearest(month: int, day: int, said: date) -> date:
-    """The date `day` `month` nearest `said` (ValueError when no year near has it: 31 April)."""
+def _nearest(month: int, day: int, near: date) -> date:
+    """The date `day` `month` nearest `near` (ValueError when no year near has it: 31 April)."""
     return min(
-        (date(y, month, day) for y in (said.year - 1, said.year, said.year + 1) if _valid(y, month, day)),
-        key=lambda c: abs((c - said).days),
+        (date(y, month, day) for y in (near.year - 1, near.year, near.year + 1) if _valid(y, month, day)),
+        key=lambda c: abs((c - near).days),
     )
 
 
