@@ -73,7 +73,7 @@ class Prompt:
     # The lines shown in the context, in time order: what an answer may rest on.
     sources: tuple[Evidence, ...]
     context_tokens: int
-    named_days: bool = False  # whether the context wrote out named days as dates (`asks_for_a_day`)
+    named_days: bool = False  # as the context's: an answer is traced through the dates the model read
 
 
 def as_evidence(u: Utterance) -> Evidence:
@@ -95,7 +95,7 @@ def build_prompt(question: str, context: Context) -> Prompt:
         messages=frame(context.text, question),
         sources=context.sources,
         context_tokens=context.tokens,
-        named_days=asks_for_a_day(question),
+        named_days=context.named_days,
     )
 
 

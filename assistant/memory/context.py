@@ -34,6 +34,7 @@ class Context:
     # The lines shown, in time order.
     sources: tuple[Evidence, ...]
     tokens: int
+    named_days: bool = False  # whether days the lines name by their date are written out (`dates.annotate`)
 
 
 @dataclass(frozen=True)
@@ -193,4 +194,4 @@ def build_context(
             text = trial
             room = max_tokens - tokenizer.count(text)
     ordered = sorted((c.evidence for c in chosen), key=lambda e: (e.time, e.utterance_id))
-    return Context(text, tuple(ordered), tokenizer.count(text))
+    return Context(text, tuple(ordered), tokenizer.count(text), named_days)
