@@ -8,6 +8,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,16 @@ PART_TWO = [
     ("Priya", "I am allergic to peanuts, so I always ask them first."),
     ("Sam", "Then we will book a table for Friday evening at seven."),
 ]
+
+
+def names_the_booked_day(answer: str) -> bool:
+    """Whether an answer to "When will we book a table?" names the day PART_TWO books it for:
+    "Friday", or the date written beside it in the context (the first Friday after the day it
+    was said: today, or yesterday when a test crosses midnight)."""
+    today = date.today()
+    fridays = {d + timedelta(days=(4 - d.weekday() - 1) % 7 + 1) for d in (today, today - timedelta(days=1))}
+    text = answer.lower()
+    return "friday" in text or any(f"{d.day} {d.strftime('%B').lower()}" in text for d in fridays)
 
 
 def make_recording(directory: Path, turns: list[tuple[str, str]], *, gap: float = 1.0) -> Path:

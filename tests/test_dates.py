@@ -17,7 +17,7 @@ import pytest
 from assistant.config import load_settings
 from assistant.errors import ConfigError
 from assistant.memory.archive import markdown_chunks
-from assistant.memory.dates import annotate, day_heading, find_expressions, question_window
+from assistant.memory.dates import annotate, day_heading, find_expressions, find_planned_days, question_window
 from assistant.records import Evidence
 from assistant.zones import format_time, local_zone
 
@@ -404,6 +404,47 @@ def test_named_days_are_written_out_only_when_asked() -> None:
     text = "Last Friday we set the twenty-first of December."
     plain = "Last Friday (the Friday before 14 August 2023) we set the twenty-first of December."
     assert annotate(text, said, LISBON) == plain
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # Said on Monday 14 August 2023: a weekday alone in a plan is the first one after that day.
+        (
+            "Then we will book a table for Friday evening at seven.",
+            "Then we will book a table for Friday evening (18 August 2023) at seven.",
+        ),
+        ("I'll send the slides by Thursday.", "I'll send the slides by Thursday (17 August 2023)."),
+        # Said on a Monday, "Monday" in a plan is a week on, as a deadline's is (`deadlines.due_date`).
+        ("We are going to meet on Monday.", "We are going to meet on Monday (21 August 2023)."),
+        # Only the sentence about the future.
+        (
+            "I saw her on Friday. We'll meet again on Tuesday.",
+            "I saw her on Friday. We'll meet again on Tuesday (15 August 2023).",
+        ),
+        # Not one day: said of the past or in no tense, a habit, several days, a day's something,
+        # and the relative weekdays `find_expressions` has already written out.
+        ("I saw her on Friday.", "I saw her on Friday."),
+        ("Friday works for me.", "Friday works for me."),
+        ("We will run every Friday and every other Sunday.", "We will run every Friday and every other Sunday."),
+        ("Fridays will be busy.", "Fridays will be busy."),
+        ("I will watch Friday's match.", "I will watch Friday's match."),
+        (
+            "We will go next Friday.",
+            "We will go next Friday (the Friday after 14 August 2023).",
+        ),
+    ],
+)
+def test_annotate_writes_the_date_a_planned_weekday_means(text: str, expected: str) -> None:
+    said = local(*MON_14_AUG)
+    assert annotate(text, said, LISBON) == expected
+    assert annotate(expected, said, LISBON) == expected
+
+
+def test_a_planned_evening_spans_the_evening() -> None:
+    (friday,) = find_planned_days("We will eat out on Friday evening.", local(*MON_14_AUG), LISBON)
+    assert (friday.words, friday.phrase) == ("Friday evening", "18 August 2023")
+    assert (friday.since, friday.until) == (local("Lisbon", 2023, 8, 18, 18, 0), local("Lisbon", 2023, 8, 19, 0, 0))
 
 
 def test_annotate_without_a_zone_is_utc() -> None:

@@ -27,6 +27,8 @@ The phrases follow the way LoCoMo's gold answers are written, one rule per granu
   two months ago -> "June 2023", last May -> "May 2023", last year -> "2022".
 * Vague counts keep their vagueness, anchored: a few days ago -> "a few days before 14
   August 2023"; a couple of weeks ago -> "a couple of weeks before 14 August 2023".
+* A weekday alone in a sentence about the future is a plan, the first such day after the day
+  said: "we will book a table for Friday" -> "18 August 2023" (`find_planned_days`).
 
 Weeks run Monday to Sunday; a weekend is Saturday 00:00 to Monday 00:00. "next Friday" and
 "this Friday" mean the coming Friday (a week on when said on a Friday, for "next"); "next
@@ -425,6 +427,40 @@ def find_named_days(text: str, said_at: float, zone: tzinfo) -> list[TimeExpress
     return sorted(found, key=lambda e: e.start)
 
 
+# A weekday named alone ("for Friday", "by Thursday evening") in a sentence about the future
+# is a plan: the first such day after the day it was said (a week on when said that weekday),
+# as a deadline's day is read (`deadlines.due_date`). Without a future word the words do not
+# say which Friday ("I saw her on Friday"), so the day is left as said; "every Friday" is a
+# habit, "Fridays" several days, and "last/next/this Friday" are `find_expressions`'.
+_LONE_WEEKDAY = re.compile(r"\b(?P<wd>" + _WD + r")(?:\s+(?P<part>" + _PART + r"))?\b(?!['\u2019]s)", re.IGNORECASE)
+_FUTURE = re.compile(r"\b(?:will|shall|going\s+to|gonna)\b|\w['\u2019]ll\b", re.IGNORECASE)
+_NOT_ONE_DAY = {"the", "a", "last", "next", "this", "every", "each", "most", "some", "any", "other", "those", "these"}
+_SENTENCE = re.compile(r"[^.!?]+[.!?]*")
+
+
+def first_weekday_after(said: date, weekday: int) -> date:
+    """The first day after `said` that is `weekday` (Monday 0): a week on when `said` is one."""
+    return said + timedelta(days=(weekday - said.weekday() - 1) % 7 + 1)
+
+
+def find_planned_days(text: str, said_at: float, zone: tzinfo) -> list[TimeExpression]:
+    """The weekdays `text` names alone in sentences about the future, each as the date it means:
+    "we will book a table for Friday evening" said on Thursday 26 November 2026 -> "27 November
+    2026" (its evening the span)."""
+    said = datetime.fromtimestamp(said_at, zone).date()
+    found: list[TimeExpression] = []
+    for sentence in _SENTENCE.finditer(text):
+        if not _FUTURE.search(sentence.group(0)):
+            continue
+        for m in _LONE_WEEKDAY.finditer(text, sentence.start(), sentence.end()):
+            before = re.findall(r"[\w']+", text[sentence.start() : m.start()].lower())[-2:]
+            if any(w in _NOT_ONE_DAY for w in before[-1:]) or before[:1] == ["every"]:  # "every other Friday"
+                continue
+            d = first_weekday_after(said, [w.lower() for w in _WEEKDAYS].index(m.group("wd").lower()))
+            found.append(TimeExpression(m.start(), m.end(), m.group(0), _fmt_day(d), *_part(d, m.group("part"), zone)))
+    return found
+
+
 def _valid(year: int, month: int, day: int) -> bool:
     try:
         date(year, month, day)
@@ -445,6 +481,7 @@ def annotate(text: str, said_at: float, zone: tzinfo | None = None, *, named_day
     "Answering when")."""
     zone = zone or UTC
     found = find_expressions(text, said_at, zone)
+    found += find_planned_days(text, said_at, zone)
     if named_days:
         found += find_named_days(text, said_at, zone)
     expressions = sorted(found, key=lambda e: e.start)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta, tzinfo
 
-from .dates import find_expressions
+from .dates import find_expressions, first_weekday_after
 
 
 def _any(*alternatives: str) -> str:
@@ -86,8 +86,7 @@ def due_date(due: str | None, said_at: float, zone: tzinfo) -> str | None:
     words = due.lower().split()
     for n, name in enumerate(_WEEKDAYS):
         if name in words:
-            ahead = (n - said.weekday() - 1) % 7 + 1
-            return (said + timedelta(days=ahead)).isoformat()
+            return first_weekday_after(said, n).isoformat()
     counted = _IN_DAYS.search(due)
     if counted is not None:
         n = int(counted["n"]) if counted["n"].isdigit() else _COUNTS[counted["n"].lower()]
