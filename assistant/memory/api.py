@@ -48,7 +48,10 @@ from .answer import (
     asks_for_a_day,
     build_prompt,
     cited_evidence,
+    is_bare_unknown,
+    may_be_bare_unknown,
     says_unknown,
+    second_look,
     strip_citations,
 )
 from .budget import enforce_budget
@@ -75,6 +78,10 @@ class PreparedQuestion:
     retrieval: Retrieval
     prompt: Prompt | None
     retrieval_ms: float
+    # The question framed around its strongest lines alone, for a second look at a bare "not
+    # mentioned" (`answer.second_look_lines`); None when that is off. Framed here, with the
+    # rest, so that answering counts no tokens.
+    second_look: Prompt | None = None
 
 
 @dataclass(frozen=True)
@@ -676,9 +683,19 @@ class Memory:
         )
         if use:
             self._mark_used(list(context.sources))
-        return PreparedQuestion(
-            retrieval, build_prompt(retrieval.question, context), (_time.perf_counter() - t0) * 1000
+        prompt, second = build_prompt(retrieval.question, context), self._strongest(retrieval, context.named_days)
+        return PreparedQuestion(retrieval, prompt, (_time.perf_counter() - t0) * 1000, second)
+
+    def _strongest(self, retrieval: Retrieval, named_days: bool) -> Prompt | None:
+        """The question framed around its strongest recalled lines alone (`answer.second_look_lines`)."""
+        opts = self.settings.memory.answer
+        if not opts.second_look_lines:
+            return None
+        strongest = [Candidate(r.evidence) for r in retrieval.lines[: opts.second_look_lines]]
+        context = build_context(
+            strongest, self.tokenizer, opts.context_tokens, self.settings.zone, named_days=named_days
         )
+        return build_prompt(retrieval.question, context)
 
     def answer_stream(self, prepared: PreparedQuestion) -> Iterator[str | Answer]:
         """Yield the answer's text as it is generated, then the finished `Answer`. Touches no table."""
@@ -688,15 +705,29 @@ class Memory:
             yield Answer(DONT_KNOW, (), False, 0, prepared.retrieval_ms, 0.0, retrieval, filter=retrieval.filter)
             return
         t1 = _time.perf_counter()
+        llm, max_tokens = self.llm, self.settings.memory.answer.max_tokens
         pieces: list[str] = []
-        for piece in self.llm.stream(prompt.messages, max_tokens=self.settings.memory.answer.max_tokens):
+        # Held back while the reply may still be a bare "not mentioned", which a second look may replace.
+        held = True
+        for piece in llm.stream(prompt.messages, max_tokens=max_tokens):
             pieces.append(piece)
-            yield piece
+            if not held:
+                yield piece
+            elif not may_be_bare_unknown("".join(pieces)):
+                held = False
+                yield "".join(pieces)
         raw = "".join(pieces).strip()
+        cited_from = prompt
+        if held and is_bare_unknown(raw) and (second := prepared.second_look) is not None:
+            reply = second_look(retrieval.question, second.notes, lambda m: llm.chat(m, max_tokens=max_tokens))
+            if reply is not None:
+                raw, cited_from = reply, second
+        if held and raw:
+            yield raw
         # A reply that is only citations says nothing; treat it like any other non-answer.
         text = strip_citations(raw) or DONT_KNOW
         knows = not says_unknown(text)
-        evidence = cited_evidence(raw, prompt, self.settings.zone) if knows else ()
+        evidence = cited_evidence(raw, cited_from, self.settings.zone) if knows else ()
         yield Answer(
             text,
             evidence,

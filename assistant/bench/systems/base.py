@@ -17,7 +17,7 @@ from pathlib import Path
 from ...config import Settings
 from ...embed import Embedder
 from ...llm import ChatModel, Tokenizer
-from ...memory.answer import as_evidence, asks_for_a_day, frame, strip_citations
+from ...memory.answer import as_evidence, asks_for_a_day, frame, is_bare_unknown, second_look, strip_citations
 from ...memory.context import Candidate, render
 from ...records import Utterance
 
@@ -33,6 +33,9 @@ class Context:
     retrieval_ms: float
     # Whatever else the system needs to answer from it (prostream: its PreparedQuestion).
     prepared: object = None
+    # Its strongest lines alone, rendered as `text` is, for a second look at a bare "not
+    # mentioned" (`memory.answer.second_look_lines`); empty for a system that does not rank its lines.
+    strongest: str = ""
 
 
 @dataclass(frozen=True)
@@ -66,11 +69,16 @@ class Answerer:
     def loaded(self) -> bool:
         return self._llm is not None
 
-    def answer(self, context: str, question: str) -> tuple[str, float]:
+    def answer(self, context: str, question: str, strongest: str = "") -> tuple[str, float]:
+        """The reply to `question` from `context`; a bare "not mentioned" asked again from the
+        `strongest` lines alone when given, as the memory does (`memory.answer.second_look_lines`)."""
         llm = self.llm  # opened outside the timing: loading is no part of an answer
         started = time.perf_counter()
         raw = llm.chat(frame(context, question), max_tokens=self.max_tokens)
-        return strip_citations(raw) or raw.strip(), (time.perf_counter() - started) * 1000
+        reply = strip_citations(raw) or raw.strip()
+        if strongest and is_bare_unknown(reply):
+            reply = second_look(question, strongest, lambda m: llm.chat(m, max_tokens=self.max_tokens)) or reply
+        return reply, (time.perf_counter() - started) * 1000
 
     def frame_tokens(self, question: str) -> int:
         """Tokens of the frame around an empty context, the chat template's markers included."""
@@ -134,7 +142,7 @@ class System(ABC):
 
     def answer(self, question: str, context: Context) -> tuple[str, float]:
         """The answer to `question` from `context`, and the milliseconds it took."""
-        return self.answerer.answer(context.text, question)
+        return self.answerer.answer(context.text, question, context.strongest)
 
     def replay(self, question: str) -> None:  # noqa: B027 - a memory that asking does not change needs nothing
         """Change the memory as asking `question` would, without the answer (a resumed run's skipped question)."""

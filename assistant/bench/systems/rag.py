@@ -18,6 +18,7 @@ class RagSystem(System):
         self._embedder = env.embedder
         self.answerer = env.answerer
         self._k = env.settings.bench.rag_k
+        self._second_look = env.settings.memory.answer.second_look_lines
         self._path = env.work_dir / "rag.db"
         self._store = Store(self._path, embedder=env.settings.models.embedder, dim=env.embedder.dim)
         self._position: dict[int, int] = {}
@@ -40,7 +41,15 @@ class RagSystem(System):
         text = render_lines(shown, self._zone, question)
         retrieval_ms = (time.perf_counter() - started) * 1000
         positions = frozenset(self._position[u.id] for u in shown if u.id in self._position)
-        return Context(text, positions, self.answerer.tokenizer.count(text), retrieval_ms)
+        # The hits come most similar first.
+        strongest = sorted((u for u, _ in hits[: self._second_look]), key=lambda u: (u.time, u.id or 0))
+        return Context(
+            text,
+            positions,
+            self.answerer.tokenizer.count(text),
+            retrieval_ms,
+            strongest=render_lines(strongest, self._zone, question) if strongest else "",
+        )
 
     def memory_tokens(self) -> int:
         return self._tokens

@@ -1,0 +1,154 @@
+"""A second look: a bare "not mentioned" asked again from the strongest lines alone (`memory.answer.second_look_lines`).
+
+The memory is real (SQLite with sqlite-vec, the packaged embedder, the sample conversation); its
+LLM is a scripted HTTP server (tests/scripted_server.py), because what is tested is what the
+memory does with a reply a real model gives only by chance: "not mentioned" first, then an
+answer that rests on the lines, or one made up.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assistant.bench.systems.base import Answerer
+from assistant.config import load_settings
+from assistant.llm import OpenAIChat, load_tokenizer
+from assistant.memory.answer import grounded, is_bare_unknown, may_be_bare_unknown
+from assistant.memory.api import Memory
+from assistant.records import Answer
+
+from .conftest import overrides
+from .llm_server import SERVED_MODEL, model_file
+from .scripted_server import ScriptedServer, Stream, scripted
+from .test_memory import sample
+
+QUESTION = "What is Priya allergic to?"
+PEANUTS = "I am allergic to peanuts, so I always ask them first."
+
+
+@pytest.mark.parametrize("reply", ["not mentioned", "Not mentioned.", "(not mentioned)", "I don't know.", "Unknown"])
+def test_bare_unknown_replies(reply: str) -> None:
+    assert is_bare_unknown(reply)
+    # Every beginning of it may still be one.
+    assert all(may_be_bare_unknown(reply[:n]) for n in range(len(reply) + 1))
+
+
+@pytest.mark.parametrize("reply", ["Not on Friday", "Not mentioned, but Priya avoids nuts", "Peanuts", "nothing"])
+def test_replies_that_say_something(reply: str) -> None:
+    assert not is_bare_unknown(reply)
+    assert not may_be_bare_unknown(reply)
+
+
+def test_a_reply_is_grounded_when_every_word_it_adds_is_in_the_lines() -> None:
+    lines = "16 November 2026:\nPriya: I am allergic to peanuts, so I always ask them first."
+    assert grounded("Peanuts", QUESTION, lines)
+    assert grounded("peanut", QUESTION, lines)  # stemmed
+    # A word the lines do not have: made up.
+    assert not grounded("Peanuts and shellfish", QUESTION, lines)
+    # Nothing but the question's own words says nothing.
+    assert not grounded("Priya is allergic", QUESTION, lines)
+    # The date line is part of what the model read.
+    assert grounded("16 November 2026", "When did Priya mention her allergy?", lines)
+
+
+def served_memory(tmp_path: Path, server: ScriptedServer, **answer: Any) -> Memory:
+    settings = load_settings(
+        user_file=tmp_path / "absent.yaml",
+        overrides=overrides(
+            tmp_path / "data",
+            llm={"backend": "openai", "base_url": server.base_url, "model": "m", "retries": 0},
+            # The 0.5B model's vocabulary counts the tokens; its weights are not loaded.
+            models={"llm": SERVED_MODEL},
+            memory={"distill": {"mode": "extractive"}, "answer": answer},
+        ),
+    )
+    mem = Memory(settings)
+    mem.add_many(sample())
+    return mem
+
+
+def asked(mem: Memory, question: str) -> tuple[list[str], Answer]:
+    *pieces, answer = mem.ask_stream(question)
+    assert isinstance(answer, Answer) and all(isinstance(p, str) for p in pieces)
+    return [str(p) for p in pieces], answer
+
+
+def notes_lines(server: ScriptedServer, n: int) -> list[str]:
+    """The lines with a speaker in the n-th request's notes."""
+    body = server.posts()[n].body
+    assert body is not None
+    notes = body["messages"][1]["content"].split("who said it:\n\n", 1)[1].split("\n\nQuestion:", 1)[0]
+    return [line for line in notes.splitlines() if ": " in line]
+
+
+def test_a_bare_not_mentioned_is_asked_again_from_the_strongest_lines(tmp_path: Path) -> None:
+    with scripted(Stream(("Not", " mentioned", ".")), Stream(("Pean", "uts"))) as server:
+        mem = served_memory(tmp_path, server)
+        try:
+            pieces, answer = asked(mem, QUESTION)
+        finally:
+            mem.close()
+    assert (answer.text, answer.knows) == ("Peanuts", True)
+    # The user never saw "Not mentioned": it was held back until the second look answered.
+    assert pieces == ["Peanuts"]
+    assert [e.text for e in answer.evidence] == [PEANUTS]
+    first, second = notes_lines(server, 0), notes_lines(server, 1)
+    assert len(second) == 2 and len(first) > len(second)
+    assert f"Priya: {PEANUTS}" in second
+    # The context the answer reports is still the whole one the model read first.
+    assert len(answer.context) == len(first)
+
+
+def test_a_second_reply_that_does_not_rest_on_the_lines_is_not_kept(tmp_path: Path) -> None:
+    with scripted(Stream(("not mentioned",)), Stream(("Shellfish",))) as server:
+        mem = served_memory(tmp_path, server)
+        try:
+            pieces, answer = asked(mem, QUESTION)
+        finally:
+            mem.close()
+    assert (answer.text, answer.knows, answer.evidence) == ("not mentioned", False, ())
+    assert pieces == ["not mentioned"]
+    assert len(server.posts()) == 2
+
+
+def test_an_answer_is_streamed_as_it_comes_and_asked_once(tmp_path: Path) -> None:
+    with scripted(Stream(("Not", " on", " Friday"))) as server:
+        mem = served_memory(tmp_path, server)
+        try:
+            pieces, answer = asked(mem, QUESTION)
+        finally:
+            mem.close()
+    # Held back only while it could still be "not mentioned".
+    assert pieces == ["Not on", " Friday"]
+    assert answer.text == "Not on Friday"
+    assert len(server.posts()) == 1
+
+
+def test_no_second_look_when_it_is_off(tmp_path: Path) -> None:
+    with scripted(Stream(("Not mentioned.",)), Stream(("Peanuts",))) as server:
+        mem = served_memory(tmp_path, server, second_look_lines=0)
+        try:
+            _, answer = asked(mem, QUESTION)
+        finally:
+            mem.close()
+    assert (answer.text, answer.knows) == ("Not mentioned.", False)
+    assert len(server.posts()) == 1
+
+
+def test_the_benchmark_answerer_takes_the_same_second_look(tmp_path: Path) -> None:
+    # `rag` hands its strongest hits; a system without them (a recency window) gets no second look.
+    settings = load_settings(
+        user_file=tmp_path / "absent.yaml",
+        overrides={"llm": {"backend": "openai", "base_url": "http://127.0.0.1:1/v1", "model": "m", "retries": 0}},
+    )
+    lines = "16 November 2026:\nPriya: I am allergic to peanuts, so I always ask them first."
+    with scripted(Stream(("not mentioned",)), Stream(("Peanuts",)), Stream(("not mentioned",))) as server:
+        llm = OpenAIChat(replace(settings.llm, base_url=server.base_url))
+        answerer = Answerer(lambda: llm, load_tokenizer(model_file()), 48, 4096)
+        assert answerer.answer("(many lines)", QUESTION, lines)[0] == "Peanuts"
+        assert answerer.answer("(many lines)", QUESTION)[0] == "not mentioned"
+        assert len(server.posts()) == 3
