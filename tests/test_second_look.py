@@ -8,7 +8,6 @@ answer that rests on the lines, or one made up.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -141,13 +140,10 @@ def test_no_second_look_when_it_is_off(tmp_path: Path) -> None:
 
 def test_the_benchmark_answerer_takes_the_same_second_look(tmp_path: Path) -> None:
     # `rag` hands its strongest hits; a system without them (a recency window) gets no second look.
-    settings = load_settings(
-        user_file=tmp_path / "absent.yaml",
-        overrides={"llm": {"backend": "openai", "base_url": "http://127.0.0.1:1/v1", "model": "m", "retries": 0}},
-    )
     lines = "16 November 2026:\nPriya: I am allergic to peanuts, so I always ask them first."
     with scripted(Stream(("not mentioned",)), Stream(("Peanuts",)), Stream(("not mentioned",))) as server:
-        llm = OpenAIChat(replace(settings.llm, base_url=server.base_url))
+        served = {"backend": "openai", "base_url": server.base_url, "model": "m", "retries": 0}
+        llm = OpenAIChat(load_settings(user_file=tmp_path / "absent.yaml", overrides={"llm": served}).llm)
         answerer = Answerer(lambda: llm, load_tokenizer(model_file()), 48, 4096)
         assert answerer.answer("(many lines)", QUESTION, lines)[0] == "Peanuts"
         assert answerer.answer("(many lines)", QUESTION)[0] == "not mentioned"

@@ -99,6 +99,7 @@ _VAGUE = {
 _PARTS = {"morning": (0, 12), "afternoon": (12, 6), "evening": (18, 6), "night": (18, 12)}
 
 _WD = "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
+_WEEKDAY_NUMBER = {w.lower(): i for i, w in enumerate(_WEEKDAYS)}  # "friday" -> 4
 _MON = "january|february|march|april|may|june|july|august|september|october|november|december"
 _PART = "morning|afternoon|evening|night"
 _COUNT = (
@@ -239,7 +240,7 @@ def _resolve(m: re.Match[str], local: datetime, zone: tzinfo) -> _Resolved | Non
     if part := g("this_part"):
         return (_fmt_day(said), *_part(said, part, zone))
     if wday := g("wday"):
-        name = _WEEKDAYS[[w.lower() for w in _WEEKDAYS].index(wday.lower())]
+        name = _WEEKDAYS[_WEEKDAY_NUMBER[wday.lower()]]
         return _weekday(g("wrel").lower(), name, said, zone, g("wday_part"))
     if unit := g("unit"):
         return _relative_unit(g("rel").lower(), unit, said, zone)
@@ -453,10 +454,10 @@ def find_planned_days(text: str, said_at: float, zone: tzinfo) -> list[TimeExpre
         if not _FUTURE.search(sentence.group(0)):
             continue
         for m in _LONE_WEEKDAY.finditer(text, sentence.start(), sentence.end()):
-            before = re.findall(r"[\w']+", text[sentence.start() : m.start()].lower())[-2:]
-            if any(w in _NOT_ONE_DAY for w in before[-1:]) or before[:1] == ["every"]:  # "every other Friday"
+            before = re.findall(r"[\w']+", text[sentence.start() : m.start()].lower())
+            if before and before[-1] in _NOT_ONE_DAY:  # "every Friday", "every other Friday"
                 continue
-            d = first_weekday_after(said, [w.lower() for w in _WEEKDAYS].index(m.group("wd").lower()))
+            d = first_weekday_after(said, _WEEKDAY_NUMBER[m.group("wd").lower()])
             found.append(TimeExpression(m.start(), m.end(), m.group(0), _fmt_day(d), *_part(d, m.group("part"), zone)))
     return found
 
@@ -597,7 +598,7 @@ def _since(text: str, pos: int, now: float, zone: tzinfo) -> tuple[int, float] |
         found = find_expressions(m.group(0), now, zone)
         return (pos + found[0].end, found[0].since) if found else None
     if m := _WEEKDAY_AT.match(text, pos):
-        back = (today.weekday() - [w.lower() for w in _WEEKDAYS].index(m.group("wd").lower())) % 7
+        back = (today.weekday() - _WEEKDAY_NUMBER[m.group("wd").lower()]) % 7
         return m.end(), _at(today - timedelta(days=back), zone)
     if (m := _ABSOLUTE.match(text, pos)) and not m.group("prep"):
         try:
@@ -641,7 +642,7 @@ def question_window(question: str, now: float, zone: tzinfo) -> tuple[float, flo
         if not re.match(r"['\u2019]s\b", question[e.end :]):
             add(e.start, e.end, (e.since, e.until))
     for m in _ON_WEEKDAY.finditer(question):
-        back = (today.weekday() - [w.lower() for w in _WEEKDAYS].index(m.group("wd").lower())) % 7 or 7
+        back = (today.weekday() - _WEEKDAY_NUMBER[m.group("wd").lower()]) % 7 or 7
         add(m.start(), m.end(), _days(today - timedelta(days=back), 1, zone))
     for m in _ABSOLUTE.finditer(question):
         try:

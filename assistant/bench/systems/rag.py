@@ -41,15 +41,9 @@ class RagSystem(System):
         text = render_lines(shown, self._zone, question)
         retrieval_ms = (time.perf_counter() - started) * 1000
         positions = frozenset(self._position[u.id] for u in shown if u.id in self._position)
-        # The hits come most similar first.
-        strongest = sorted((u for u, _ in hits[: self._second_look]), key=lambda u: (u.time, u.id or 0))
-        return Context(
-            text,
-            positions,
-            self.answerer.tokenizer.count(text),
-            retrieval_ms,
-            strongest=render_lines(strongest, self._zone, question) if strongest else "",
-        )
+        # The hits come most similar first; rendering puts them in time order.
+        strongest = render_lines([u for u, _ in hits[: self._second_look]], self._zone, question)
+        return Context(text, positions, self.answerer.tokenizer.count(text), retrieval_ms, strongest=strongest)
 
     def memory_tokens(self) -> int:
         return self._tokens
