@@ -95,6 +95,120 @@ def test_repeated_lines_are_quoted_once_and_long_lines_are_cut_to_what_matches(t
     assert "how is work going" in whole.text
 
 
+@pytest.fixture(scope="module")
+def closeness(tmp_path_factory):
+    """Cosines to a question by the memory's own (packaged) sentence embedder."""
+    mem = open_memory(tmp_path_factory.mktemp("emb"))
+    embedder = mem._embedder
+    mem.close()
+
+    def to(question: str):
+        return lambda sentences: list(embedder.encode(sentences) @ embedder.encode_one(question))
+
+    return to
+
+
+def test_a_line_sharing_no_word_keeps_its_sentence_nearest_the_question(tokenizer, closeness):
+    question = "What did they eat in Lisbon?"
+    best = _ev(1, "Ana", "The Lisbon trip was lovely.", MONDAY)
+    meal = _ev(
+        2,
+        "Sam",
+        "Oh nice to hear from you! We had grilled sardines by the river, the best meal of the holiday. "
+        "Say hi to everyone at the office for me!",
+        MONDAY + 60,
+    )
+    # A photo's caption is a sentence like the others: kept only when it is what matches.
+    photo = _ev(
+        3, "Sam", "Here is another one from the trip, on the last day. [shares a photo: a tram on a hill]", MONDAY + 90
+    )
+    args = dict(terms=("eat", "lisbon"), whole=1, trim_above=20)
+    context = build_context(
+        [Candidate(best), Candidate(meal), Candidate(photo)],
+        tokenizer,
+        300,
+        LISBON,
+        closeness=closeness(question),
+        **args,
+    )
+    assert "Sam: … We had grilled sardines by the river, the best meal of the holiday. …" in context.text
+    assert "office" not in context.text and "nice to hear" not in context.text
+    assert "tram" not in context.text
+    tram = build_context(
+        [Candidate(best), Candidate(photo)],
+        tokenizer,
+        300,
+        LISBON,
+        closeness=closeness("Which tram did they take?"),
+        **args,
+    )
+    assert "Sam: … [shares a photo: a tram on a hill]" in tram.text
+    # Without a way to weigh meaning, such a line is quoted whole, as before.
+    whole = build_context([Candidate(best), Candidate(meal)], tokenizer, 300, LISBON, **args)
+    assert meal.text in whole.text
+
+
+def test_only_sentences_that_fit_are_weighed_and_the_nearest_of_them_is_kept(tokenizer):
+    weighed: list[list[str]] = []
+
+    def by_length(sentences: list[str]) -> list[float]:
+        weighed.append(sentences)
+        return [float(len(s)) for s in sentences]  # the longest is the nearest
+
+    best = _ev(1, "Ana", "Short opener here.", MONDAY)
+    line = _ev(
+        2,
+        "Sam",
+        "Fine. " + " ".join(["This sentence goes on and on with many words that fill the room"] * 3) + ". Later!",
+        MONDAY + 60,
+    )
+    roomy = build_context(
+        [Candidate(best), Candidate(line)],
+        tokenizer,
+        300,
+        LISBON,
+        terms=("zzz",),
+        whole=1,
+        trim_above=20,
+        closeness=by_length,
+    )
+    assert "This sentence goes on" in roomy.text and "Later!" not in roomy.text
+    assert weighed[-1] == [s.strip() for s in ("Fine.", line.text[6:-7], "Later!")]
+    weighed.clear()
+    tight_cap = tokenizer.count(render([Candidate(best)], LISBON)) + 12
+    tight = build_context(
+        [Candidate(best), Candidate(line)],
+        tokenizer,
+        tight_cap,
+        LISBON,
+        terms=("zzz",),
+        whole=1,
+        trim_above=20,
+        closeness=by_length,
+    )
+    # The long sentence cannot fit, so it is not weighed; the nearest of those that can is quoted.
+    assert all("goes on" not in s for batch in weighed for s in batch) and weighed
+    assert "Sam: " in tight.text and "goes on" not in tight.text and tight.tokens <= tight_cap
+
+
+def test_the_memory_cuts_a_line_to_its_sentence_nearest_the_question(tmp_path):
+    mem = open_memory(tmp_path / "data")
+    try:
+        mem.add("Ana", "The Lisbon trip was lovely.", MONDAY)
+        mem.add(
+            "Sam",
+            "Oh nice to hear from you! We had grilled sardines by the river, the best meal of the holiday. "
+            "Say hi to everyone at the office for me!",
+            MONDAY + 60,
+        )
+        prompt = mem.prepare("What did they eat in Lisbon?", use=False, now=MONDAY + 120).prompt
+        assert prompt is not None
+        text = prompt.messages[-1]["content"]
+        assert "grilled sardines by the river" in text and "office" not in text
+    finally:
+        mem.close()
+
+
 def test_a_summary_is_shown_only_when_it_adds_words():
     lines = [_ev(1, "Sam", "I booked the flights to Lisbon.", MONDAY)]
     assert not adds_words("Sam: I booked the flights", lines)

@@ -11,7 +11,7 @@ on the first distillation (llm mode) or question.
 from __future__ import annotations
 
 import time as _time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -679,12 +679,25 @@ class Memory:
             terms=retrieval.terms,
             whole=opts.whole_lines,
             trim_above=opts.trim_above,
+            closeness=self._closeness(retrieval.question),
             named_days=asks_for_a_day(retrieval.question),
         )
         if use:
             self._mark_used(list(context.sources))
         prompt, second = build_prompt(retrieval.question, context), self._strongest(retrieval, context.named_days)
         return PreparedQuestion(retrieval, prompt, (_time.perf_counter() - t0) * 1000, second)
+
+    def _closeness(self, question: str) -> Callable[[list[str]], Sequence[float]]:
+        """Cosines between the question and some sentences; the question is embedded on first use
+        (most contexts cut no line that shares no word with the question)."""
+        vector: list[np.ndarray] = []
+
+        def closeness(sentences: list[str]) -> Sequence[float]:
+            if not vector:
+                vector.append(self._embedder.encode_one(question))
+            return [float(s) for s in self._embedder.encode(sentences) @ vector[0]]
+
+        return closeness
 
     def _strongest(self, retrieval: Retrieval, named_days: bool) -> Prompt | None:
         """The question framed around its strongest recalled lines alone (`answer.second_look_lines`)."""
