@@ -192,7 +192,7 @@ def test_only_sentences_that_fit_are_weighed_and_the_nearest_of_them_is_kept(tok
 
 
 def test_the_memory_cuts_a_line_to_its_sentence_nearest_the_question(tmp_path):
-    mem = open_memory(tmp_path / "data")
+    mem = open_memory(tmp_path / "data", answer={"whole_lines": 1})
     try:
         mem.add("Ana", "The Lisbon trip was lovely.", MONDAY)
         mem.add(
