@@ -688,8 +688,8 @@ class Memory:
         return PreparedQuestion(retrieval, prompt, (_time.perf_counter() - t0) * 1000, second)
 
     def _closeness(self, question: str) -> Callable[[list[str]], Sequence[float]]:
-        """Cosines between the question and some sentences; the question is embedded on first use
-        (most contexts cut no line that shares no word with the question)."""
+        """Cosines between the question and some sentences, for cutting a line that shares no word with
+        it; the question is embedded on first use (a context whose cut lines all share one needs none)."""
         vector: list[np.ndarray] = []
 
         def closeness(sentences: list[str]) -> Sequence[float]:
