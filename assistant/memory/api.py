@@ -11,7 +11,7 @@ on the first distillation (llm mode) or question.
 from __future__ import annotations
 
 import time as _time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -556,6 +556,19 @@ class Memory:
         words ("last week") are read. `use=True` counts the paths as used (Eq. 1's f and dt),
         as asking does.
         """
+        return self._recall(query, since=since, until=until, speaker=speaker, use=use, now=now)[0]
+
+    def _recall(
+        self,
+        query: str,
+        *,
+        since: float | None = None,
+        until: float | None = None,
+        speaker: str | int | None = None,
+        use: bool = False,
+        now: float | None = None,
+    ) -> tuple[Retrieval, np.ndarray]:
+        """`search`, and the embedding of the question's topic it recalled with."""
         q = self.check_question(query)
         given = self.recall_filter(since=since, until=until, speaker=speaker)
         now = _time.time() if now is None else now
@@ -570,7 +583,7 @@ class Memory:
         pending = tuple(
             b for b in self.store.pending_blocks() if any(window.admits(u.speaker, u.time) for u in b.utterances)
         )
-        return Retrieval(
+        retrieval = Retrieval(
             q,
             found.paths,
             short_term,
@@ -581,6 +594,7 @@ class Memory:
             reading.terms,
             found.lexical_match,
         )
+        return retrieval, vector
 
     def _with_inferred(self, given: RecallFilter, reading: QuestionReading) -> RecallFilter:
         """The caller's filter, completed by what the question's own words name (a bound given wins)."""
@@ -665,7 +679,7 @@ class Memory:
         the benchmark's probes).
         """
         t0 = _time.perf_counter()
-        retrieval = self.search(question, since=since, until=until, speaker=speaker, use=False, now=now)
+        retrieval, topic = self._recall(question, since=since, until=until, speaker=speaker, use=False, now=now)
         opts = self.settings.memory.answer
         # Nothing to say: no line at all, or none that shares a word with the question or comes close
         # in meaning. The model would only guess.
@@ -679,25 +693,15 @@ class Memory:
             terms=retrieval.terms,
             whole=opts.whole_lines,
             trim_above=opts.trim_above,
-            closeness=self._closeness(retrieval.question),
+            # Sentences are weighed against the topic recall used: without the speakers' names, which
+            # would favour the greetings that name them ("Thanks, Sam!").
+            closeness=lambda sentences: [float(s) for s in self._embedder.encode(sentences) @ topic],
             named_days=asks_for_a_day(retrieval.question),
         )
         if use:
             self._mark_used(list(context.sources))
         prompt, second = build_prompt(retrieval.question, context), self._strongest(retrieval, context.named_days)
         return PreparedQuestion(retrieval, prompt, (_time.perf_counter() - t0) * 1000, second)
-
-    def _closeness(self, question: str) -> Callable[[list[str]], Sequence[float]]:
-        """Cosines between the question and some sentences, for cutting a line that shares no word with
-        it; the question is embedded on first use (a context whose cut lines all share one needs none)."""
-        vector: list[np.ndarray] = []
-
-        def closeness(sentences: list[str]) -> Sequence[float]:
-            if not vector:
-                vector.append(self._embedder.encode_one(question))
-            return [float(s) for s in self._embedder.encode(sentences) @ vector[0]]
-
-        return closeness
 
     def _strongest(self, retrieval: Retrieval, named_days: bool) -> Prompt | None:
         """The question framed around its strongest recalled lines alone (`answer.second_look_lines`)."""
