@@ -100,6 +100,12 @@ def test_a_bare_not_mentioned_is_asked_again_from_the_strongest_lines(tmp_path: 
     assert f"Priya: {PEANUTS}" in second
     # The context the answer reports is still the whole one the model read first.
     assert len(answer.context) == len(first)
+    # Asked again, the model is not offered "not mentioned" (a small one takes that way out with
+    # the answer in front of it); `grounded` is what keeps a made-up reply out.
+    bodies = [post.body for post in server.posts()]
+    assert bodies[0] is not None and bodies[1] is not None
+    assert "not mentioned" in bodies[0]["messages"][1]["content"]
+    assert "not mentioned" not in bodies[1]["messages"][1]["content"]
 
 
 def test_a_second_reply_that_does_not_rest_on_the_lines_is_not_kept(tmp_path: Path) -> None:

@@ -43,8 +43,6 @@ WHEN = (
     "To a question asking when, reply with a date from the notes: the date in parentheses after what happened, "
     "or else the date above the line."
 )
-RULES = f"{SHORT} {UNKNOWN}"
-RULES_WHEN = f"{SHORT} {WHEN} {UNKNOWN}"
 # "When did ...?", "What date ...?", "On which day ...?"; not "How long ago ...?" (a duration) or
 # "What year ...?" (a date would be more than asked).
 _ASKS_FOR_A_DAY = re.compile(r"^\W*(?:when\b|(?:on\s+)?(?:what|which)\s+(?:date|day)\b)", re.IGNORECASE)
@@ -74,7 +72,10 @@ def says_unknown(text: str) -> bool:
 # memory's context held (BENCHMARKS.md, "A second look"). So a reply that is nothing but "not
 # mentioned" is asked again from the strongest few lines alone, and the new reply is kept only
 # when every word it adds to the question is in those lines: an answer the model made up from
-# the question's own words, or from nowhere, stays "not mentioned".
+# the question's own words, or from nowhere, stays "not mentioned". Asked again, the model is not
+# offered "not mentioned" at all: of 19 second looks (60 development questions, after the
+# evidence, the same contexts) the 0.5B answered 9 offered it and 15 not, 7 of those right or
+# in part (BENCHMARKS.md, "A second look without a way out"); `grounded` keeps a made-up reply out.
 _UNKNOWN_REPLIES = ("not mentioned", "i don't know", "i dont know", "unknown", "no information")
 
 
@@ -109,7 +110,7 @@ def grounded(reply: str, question: str, notes: str) -> bool:
 def second_look(question: str, notes: str, ask: Callable[[list[dict[str, str]]], str]) -> str | None:
     """The reply to `question` from `notes` (the strongest lines alone) through the shared frame,
     when it answers and rests on them; None when it does not."""
-    reply = strip_citations(ask(frame(notes, question)).strip())
+    reply = strip_citations(ask(frame(notes, question, may_decline=False)).strip())
     return reply if reply and not says_unknown(reply) and grounded(reply, question, notes) else None
 
 
@@ -127,12 +128,15 @@ def as_evidence(u: Utterance) -> Evidence:
     return Evidence(utterance_id=u.id or 0, speaker=u.speaker, time=u.time, text=u.text)
 
 
-def frame(context: str, question: str) -> list[dict[str, str]]:
-    """The messages around a context: the same frame for the memory and every benchmark baseline."""
+def frame(context: str, question: str, *, may_decline: bool = True) -> list[dict[str, str]]:
+    """The messages around a context: the same frame for the memory and every benchmark baseline.
+
+    `may_decline` False leaves out the request to reply "not mentioned" (the second look)."""
+    rules = f"{SHORT} {WHEN}" if asks_for_a_day(question) else SHORT
     user = (
         "Notes from past conversations, in time order, each line with who said it:\n\n"
         f"{context or '(none)'}\n\n"
-        f"Question: {question}\n{RULES_WHEN if asks_for_a_day(question) else RULES}\nAnswer:"
+        f"Question: {question}\n{rules}{' ' + UNKNOWN if may_decline else ''}\nAnswer:"
     )
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 
