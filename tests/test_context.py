@@ -12,6 +12,7 @@ from assistant.llm import load_tokenizer
 from assistant.memory.answer import (
     DONT_KNOW,
     asks_for_a_day,
+    asks_yes_or_no,
     build_prompt,
     cited_evidence,
     frame,
@@ -233,6 +234,17 @@ def test_the_frame_asks_for_a_short_answer_after_the_context():
     for question in ("Who is going?", "How long ago was the trip?", "What year was the trip?"):
         assert "parentheses" not in frame("", question)[-1]["content"], question
     assert asks_for_a_day("On which day is the trip?") and asks_for_a_day("  what date did Sam say?")
+
+
+def test_only_a_question_asking_yes_or_no_is_told_to_begin_with_one():
+    for question in ("Did Sam book the flights?", "Would Priya enjoy Lisbon?", " is the trip in May?"):
+        assert asks_yes_or_no(question), question
+        assert "begin with yes or no" in frame("", question)[-1]["content"], question
+    for question in ("When is the trip?", "Is the trip in May or in June?", "Who did Sam call?", "Island hopping?"):
+        assert not asks_yes_or_no(question), question
+        assert "yes or no" not in frame("", question)[-1]["content"], question
+    # "did" after "When" does not make it one.
+    assert asks_for_a_day("When did Sam say?") and not asks_yes_or_no("When did Sam say?")
 
 
 def test_only_a_question_asking_for_a_day_sees_named_days_written_out(tmp_path):

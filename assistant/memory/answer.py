@@ -43,9 +43,24 @@ WHEN = (
     "To a question asking when, reply with a date from the notes: the date in parentheses after what happened, "
     "or else the date above the line."
 )
+# Only to a question asking yes or no: the 0.5B answered "Did Jon and Gina both ...?" by saying the
+# question back ("Jon and Gina both ...", F1 0 against "Yes"), or "not mentioned" to "Would ...?",
+# on all ten such probes among 60 development questions; told this, it began with yes (F1 4.5 of
+# 10; BENCHMARKS.md, "Yes or no").
+YES_OR_NO = "To a question asking yes or no, begin with yes or no."
+# "Did ...?", "Would ...?", "Is ...?"; not "Is it ... or ...?" (a choice between the two).
+_ASKS_YES_OR_NO = re.compile(
+    r"^\W*(?:is|are|was|were|am|do|does|did|would|could|can|has|have|had|will|should)\b(?!.*\bor\b)",
+    re.IGNORECASE | re.DOTALL,
+)
 # "When did ...?", "What date ...?", "On which day ...?"; not "How long ago ...?" (a duration) or
 # "What year ...?" (a date would be more than asked).
 _ASKS_FOR_A_DAY = re.compile(r"^\W*(?:when\b|(?:on\s+)?(?:what|which)\s+(?:date|day)\b)", re.IGNORECASE)
+
+
+def asks_yes_or_no(question: str) -> bool:
+    """Whether `question` asks yes or no: its frame asks for the answer to begin with one of them."""
+    return bool(_ASKS_YES_OR_NO.match(question))
 
 
 def asks_for_a_day(question: str) -> bool:
@@ -132,7 +147,9 @@ def frame(context: str, question: str, *, may_decline: bool = True) -> list[dict
     """The messages around a context: the same frame for the memory and every benchmark baseline.
 
     `may_decline` False leaves out the request to reply "not mentioned" (the second look)."""
-    rules = f"{SHORT} {WHEN}" if asks_for_a_day(question) else SHORT
+    rules = " ".join(
+        [SHORT, *([WHEN] if asks_for_a_day(question) else []), *([YES_OR_NO] if asks_yes_or_no(question) else [])]
+    )
     user = (
         "Notes from past conversations, in time order, each line with who said it:\n\n"
         f"{context or '(none)'}\n\n"
