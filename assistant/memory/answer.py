@@ -45,8 +45,8 @@ WHEN = (
 )
 # Only to a question asking yes or no: the 0.5B answered "Did Jon and Gina both ...?" by saying the
 # question back ("Jon and Gina both ...", F1 0 against "Yes"), or "not mentioned" to "Would ...?",
-# on all ten such probes among 60 development questions; told this, it began with yes (F1 4.5 of
-# 10; BENCHMARKS.md, "Yes or no").
+# on all ten such probes among 60 development questions (F1 0); told this, it began with yes or
+# no (F1 summed over the ten: 4.5; BENCHMARKS.md, "A second look without a way out, and yes or no").
 YES_OR_NO = "To a question asking yes or no, begin with yes or no."
 # "Did ...?", "Would ...?", "Is ...?"; not "Is it ... or ...?" (a choice between the two).
 _ASKS_YES_OR_NO = re.compile(
@@ -89,8 +89,10 @@ def says_unknown(text: str) -> bool:
 # when every word it adds to the question is in those lines: an answer the model made up from
 # the question's own words, or from nowhere, stays "not mentioned". Asked again, the model is not
 # offered "not mentioned" at all: of 19 second looks (60 development questions, after the
-# evidence, the same contexts) the 0.5B answered 9 offered it and 15 not, 7 of those right or
-# in part (BENCHMARKS.md, "A second look without a way out"); `grounded` keeps a made-up reply out.
+# evidence, the same contexts) the 0.5B answered 9 when offered it and 15 when not, 7 answers
+# gained (right or in part) and one lost; `grounded` keeps a reply that rests on no line out, not
+# one that rests on the wrong person's (BENCHMARKS.md, "A second look without a way out, and yes
+# or no").
 _UNKNOWN_REPLIES = ("not mentioned", "i don't know", "i dont know", "unknown", "no information")
 
 
