@@ -149,13 +149,17 @@ def frame(context: str, question: str, *, may_decline: bool = True) -> list[dict
     """The messages around a context: the same frame for the memory and every benchmark baseline.
 
     `may_decline` False leaves out the request to reply "not mentioned" (the second look)."""
-    rules = " ".join(
-        [SHORT, *([WHEN] if asks_for_a_day(question) else []), *([YES_OR_NO] if asks_yes_or_no(question) else [])]
-    )
+    rules = [SHORT]
+    if asks_for_a_day(question):
+        rules.append(WHEN)
+    if asks_yes_or_no(question):
+        rules.append(YES_OR_NO)
+    if may_decline:
+        rules.append(UNKNOWN)
     user = (
         "Notes from past conversations, in time order, each line with who said it:\n\n"
         f"{context or '(none)'}\n\n"
-        f"Question: {question}\n{rules}{' ' + UNKNOWN if may_decline else ''}\nAnswer:"
+        f"Question: {question}\n{' '.join(rules)}\nAnswer:"
     )
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 

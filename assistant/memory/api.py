@@ -556,21 +556,11 @@ class Memory:
         words ("last week") are read. `use=True` counts the paths as used (Eq. 1's f and dt),
         as asking does.
         """
-        return self._recall(query, since=since, until=until, speaker=speaker, use=use, now=now)[0]
-
-    def _recall(
-        self,
-        query: str,
-        *,
-        since: float | None = None,
-        until: float | None = None,
-        speaker: str | int | None = None,
-        use: bool = False,
-        now: float | None = None,
-    ) -> tuple[Retrieval, np.ndarray]:
-        """`search`, and the embedding of the question's topic it recalled with."""
         q = self.check_question(query)
-        given = self.recall_filter(since=since, until=until, speaker=speaker)
+        return self._recall(q, self.recall_filter(since=since, until=until, speaker=speaker), use=use, now=now)[0]
+
+    def _recall(self, q: str, given: RecallFilter, *, use: bool, now: float | None) -> tuple[Retrieval, np.ndarray]:
+        """`search` of a checked question and filter, and the embedding of the topic it recalled with."""
         now = _time.time() if now is None else now
         opts = self.settings.memory
         reading = read_question(q, self.store.speaker_names(), now, self.settings.zone)
@@ -679,7 +669,10 @@ class Memory:
         the benchmark's probes).
         """
         t0 = _time.perf_counter()
-        retrieval, topic = self._recall(question, since=since, until=until, speaker=speaker, use=False, now=now)
+        q = self.check_question(question)
+        retrieval, topic = self._recall(
+            q, self.recall_filter(since=since, until=until, speaker=speaker), use=False, now=now
+        )
         opts = self.settings.memory.answer
         # Nothing to say: no line at all, or none that shares a word with the question or comes close
         # in meaning. The model would only guess.
