@@ -144,6 +144,7 @@ class AnswerOptions:
     trim_above: int = _range(0, 100_000)
     min_score_share: float = _range(0.0, 1.0)
     second_look_lines: int = _range(0, 100)
+    strongest_first: bool
 
 
 @dataclass(frozen=True)

@@ -144,6 +144,75 @@ def test_no_second_look_when_it_is_off(tmp_path: Path) -> None:
     assert len(server.posts()) == 1
 
 
+WHEN = "When do we fly out to Lisbon?"
+FLIGHT = "Yes, we fly out on the 14th of May and come back on the 19th."
+
+
+def test_a_question_asking_for_a_day_is_asked_from_the_strongest_lines_first(tmp_path: Path) -> None:
+    with scripted(Stream(("14", "th of May"))) as server:
+        mem = served_memory(tmp_path, server)
+        try:
+            pieces, answer = asked(mem, WHEN)
+            whole = mem.prepare(WHEN, use=False)
+        finally:
+            mem.close()
+    assert (answer.text, answer.knows, pieces) == ("14th of May", True, ["14", "th of May"])
+    assert len(server.posts()) == 1
+    first = notes_lines(server, 0)
+    assert len(first) == 2 and any(line.startswith("Priya: Yes, we fly out on the 14th of May") for line in first)
+    assert whole.prompt is not None and len(whole.prompt.sources) > 2
+    # A first look: "not mentioned" is offered, so a decline can send the question on to the whole context.
+    body = server.posts()[0].body
+    assert body is not None and "not mentioned" in body["messages"][1]["content"]
+    assert [e.text for e in answer.evidence] == [FLIGHT]
+
+
+def test_when_the_strongest_lines_do_not_answer_the_whole_context_is_asked(tmp_path: Path) -> None:
+    with scripted(Stream(("not mentioned",)), Stream(("Not", " mentioned")), Stream(("14th of May",))) as server:
+        mem = served_memory(tmp_path, server)
+        try:
+            pieces, answer = asked(mem, WHEN)
+        finally:
+            mem.close()
+    # Strongest lines, then the whole context (both offering "not mentioned"), then the second
+    # look at the strongest lines without that offer.
+    assert (answer.text, pieces) == ("14th of May", ["14th of May"])
+    sizes = [len(notes_lines(server, n)) for n in range(3)]
+    assert sizes[0] == 2 and sizes[1] > 2 and sizes[2] == 2
+    offers = ["not mentioned" in (post.body or {})["messages"][1]["content"] for post in server.posts()]
+    assert offers == [True, True, False]
+
+
+def test_other_questions_and_strongest_first_off_start_from_the_whole_context(tmp_path: Path) -> None:
+    with scripted(Stream(("Peanuts",)), Stream(("14th of May",))) as server:
+        mem = served_memory(tmp_path, server)
+        try:
+            asked(mem, QUESTION)
+        finally:
+            mem.close()
+        mem = served_memory(tmp_path / "off", server, strongest_first=False)
+        try:
+            asked(mem, WHEN)
+        finally:
+            mem.close()
+    assert [len(notes_lines(server, n)) > 2 for n in range(2)] == [True, True]
+
+
+def test_the_benchmark_answerer_asks_the_strongest_lines_first_as_the_memory_does(tmp_path: Path) -> None:
+    lines = "16 November 2026:\nPriya: Yes, we fly out on the 14th of May and come back on the 19th."
+    with scripted(Stream(("14th of May",)), Stream(("19th",)), Stream(("14th of May",))) as server:
+        served = {"backend": "openai", "base_url": server.base_url, "model": "m", "retries": 0}
+        llm = OpenAIChat(load_settings(user_file=tmp_path / "absent.yaml", overrides={"llm": served}).llm)
+        first = Answerer(lambda: llm, load_tokenizer(model_file()), 48, 4096, strongest_first=True)
+        assert first.answer("(many lines)", WHEN, lines)[0] == "14th of May"
+        # Not a question asking for a day; and off.
+        assert first.answer("(many lines)", QUESTION, lines)[0] == "19th"
+        off = Answerer(lambda: llm, load_tokenizer(model_file()), 48, 4096)
+        assert off.answer("(many lines)", WHEN, lines)[0] == "14th of May"
+    notes = [(post.body or {})["messages"][1]["content"] for post in server.posts()]
+    assert ["(many lines)" in n for n in notes] == [False, True, True]
+
+
 def test_the_benchmark_answerer_takes_the_same_second_look(tmp_path: Path) -> None:
     # `rag` hands its strongest hits; a system without them (a recency window) gets no second look.
     lines = "16 November 2026:\nPriya: I am allergic to peanuts, so I always ask them first."

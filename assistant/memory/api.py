@@ -48,6 +48,7 @@ from .answer import (
     asks_for_a_day,
     build_prompt,
     cited_evidence,
+    first_looks,
     is_bare_unknown,
     may_be_bare_unknown,
     says_unknown,
@@ -715,19 +716,24 @@ class Memory:
             yield Answer(DONT_KNOW, (), False, 0, prepared.retrieval_ms, 0.0, retrieval, filter=retrieval.filter)
             return
         t1 = _time.perf_counter()
-        llm, max_tokens = self.llm, self.settings.memory.answer.max_tokens
-        pieces: list[str] = []
-        # Held back while the reply may still be a bare "not mentioned", which a second look may replace.
-        held = True
-        for piece in llm.stream(prompt.messages, max_tokens=max_tokens):
-            pieces.append(piece)
-            if not held:
-                yield piece
-            elif not may_be_bare_unknown("".join(pieces)):
-                held = False
-                yield "".join(pieces)
-        raw = "".join(pieces).strip()
-        cited_from = prompt
+        opts, llm = self.settings.memory.answer, self.llm
+        max_tokens = opts.max_tokens
+        for cited_from in first_looks(
+            retrieval.question, prompt, prepared.second_look, strongest_first=opts.strongest_first
+        ):
+            pieces: list[str] = []
+            # Held back while the reply may still be a bare "not mentioned", which the next look may replace.
+            held = True
+            for piece in llm.stream(cited_from.messages, max_tokens=max_tokens):
+                pieces.append(piece)
+                if not held:
+                    yield piece
+                elif not may_be_bare_unknown("".join(pieces)):
+                    held = False
+                    yield "".join(pieces)
+            raw = "".join(pieces).strip()
+            if not (held and is_bare_unknown(raw)):
+                break
         if held and is_bare_unknown(raw) and (second := prepared.second_look) is not None:
             reply = second_look(retrieval.question, second.notes, lambda m: llm.chat(m, max_tokens=max_tokens))
             if reply is not None:

@@ -17,7 +17,15 @@ from pathlib import Path
 from ...config import Settings
 from ...embed import Embedder
 from ...llm import ChatModel, Tokenizer
-from ...memory.answer import as_evidence, asks_for_a_day, frame, is_bare_unknown, second_look, strip_citations
+from ...memory.answer import (
+    as_evidence,
+    asks_for_a_day,
+    first_looks,
+    frame,
+    is_bare_unknown,
+    second_look,
+    strip_citations,
+)
 from ...memory.context import Candidate, render
 from ...records import Utterance
 
@@ -52,12 +60,21 @@ class Answerer:
     the tokenizer (which counts context tokens) is all it needs.
     """
 
-    def __init__(self, open_llm: Callable[[], ChatModel], tokenizer: Tokenizer, max_tokens: int, n_ctx: int) -> None:
+    def __init__(
+        self,
+        open_llm: Callable[[], ChatModel],
+        tokenizer: Tokenizer,
+        max_tokens: int,
+        n_ctx: int,
+        *,
+        strongest_first: bool = False,
+    ) -> None:
         self._open = open_llm
         self._llm: ChatModel | None = None
         self.tokenizer = tokenizer
         self.max_tokens = max_tokens
         self.n_ctx = n_ctx  # the window of the model `open_llm` opens
+        self.strongest_first = strongest_first  # as `memory.answer.strongest_first`
 
     @property
     def llm(self) -> ChatModel:
@@ -70,12 +87,16 @@ class Answerer:
         return self._llm is not None
 
     def answer(self, context: str, question: str, strongest: str = "") -> tuple[str, float]:
-        """The reply to `question` from `context`; a bare "not mentioned" asked again from the
-        `strongest` lines alone when given, as the memory does (`memory.answer.second_look_lines`)."""
+        """The reply to `question` from `context`, asked as the memory asks: from the `strongest`
+        lines first when it asks for a day (`memory.answer.strongest_first`), and a bare "not
+        mentioned" asked again from them alone (`memory.answer.second_look_lines`)."""
         llm = self.llm  # opened outside the timing: loading is no part of an answer
         started = time.perf_counter()
-        raw = llm.chat(frame(context, question), max_tokens=self.max_tokens)
-        reply = strip_citations(raw) or raw.strip()
+        for notes in first_looks(question, context, strongest or None, strongest_first=self.strongest_first):
+            raw = llm.chat(frame(notes, question), max_tokens=self.max_tokens)
+            reply = strip_citations(raw) or raw.strip()
+            if not is_bare_unknown(reply):
+                break
         if strongest and is_bare_unknown(reply):
             reply = second_look(question, strongest, lambda m: llm.chat(m, max_tokens=self.max_tokens)) or reply
         return reply, (time.perf_counter() - started) * 1000
