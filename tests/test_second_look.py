@@ -167,8 +167,11 @@ def test_a_question_asking_for_a_day_is_asked_from_the_strongest_lines_first(tmp
     assert [e.text for e in answer.evidence] == [FLIGHT]
 
 
-def test_when_the_strongest_lines_do_not_answer_the_whole_context_is_asked(tmp_path: Path) -> None:
-    with scripted(Stream(("not mentioned",)), Stream(("Not", " mentioned")), Stream(("14th of May",))) as server:
+@pytest.mark.parametrize("declined", [("not mentioned",), ()], ids=["not mentioned", "nothing"])
+def test_when_the_strongest_lines_do_not_answer_the_whole_context_is_asked(
+    tmp_path: Path, declined: tuple[str, ...]
+) -> None:
+    with scripted(Stream(declined), Stream(("Not", " mentioned")), Stream(("14th of May",))) as server:
         mem = served_memory(tmp_path, server)
         try:
             pieces, answer = asked(mem, WHEN)

@@ -136,9 +136,10 @@ def second_look(question: str, notes: str, ask: Callable[[list[dict[str, str]]],
 # first date it reads, not the date of the line that answers: on the 34 when-questions among 60
 # development questions (after the evidence, the same contexts) the 0.5B's first replies scored F1
 # 0.444 from the whole context and 0.659 from the strongest two lines alone. Other questions did
-# no better from two lines, and a fifth more of the questions about what someone else did got an
+# no better from two lines, and two more of 30 questions about what someone else did got an
 # answer, so only a question asking for a day is asked from its strongest lines first; the whole
-# context follows when they do not hold the answer (BENCHMARKS.md, "Strongest lines first").
+# context follows when they do not answer it, with nothing or with "not mentioned" (BENCHMARKS.md,
+# "Strongest lines first").
 T = TypeVar("T")
 
 

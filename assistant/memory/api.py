@@ -732,7 +732,7 @@ class Memory:
                     held = False
                     yield "".join(pieces)
             raw = "".join(pieces).strip()
-            if not (held and is_bare_unknown(raw)):
+            if not held or (raw and not is_bare_unknown(raw)):
                 break
         if held and is_bare_unknown(raw) and (second := prepared.second_look) is not None:
             reply = second_look(retrieval.question, second.notes, lambda m: llm.chat(m, max_tokens=max_tokens))

@@ -95,7 +95,7 @@ class Answerer:
         for notes in first_looks(question, context, strongest or None, strongest_first=self.strongest_first):
             raw = llm.chat(frame(notes, question), max_tokens=self.max_tokens)
             reply = strip_citations(raw) or raw.strip()
-            if not is_bare_unknown(reply):
+            if reply and not is_bare_unknown(reply):
                 break
         if strongest and is_bare_unknown(reply):
             reply = second_look(question, strongest, lambda m: llm.chat(m, max_tokens=self.max_tokens)) or reply
