@@ -181,9 +181,13 @@ class _Answering:
         # The same cached loaders as Memory's, so the prostream system shares these instances.
         source = resolve(settings, "llm").source
         tokenizer = load_tokenizer(source)
-        max_tokens, first = settings.memory.answer.max_tokens, settings.memory.answer.strongest_first
+        max_tokens, strongest_first = settings.memory.answer.max_tokens, settings.memory.answer.strongest_first
         self.answerer = Answerer(
-            lambda: load_llm(source, settings.llm), tokenizer, max_tokens, settings.llm.n_ctx, strongest_first=first
+            lambda: load_llm(source, settings.llm),
+            tokenizer,
+            max_tokens,
+            settings.llm.n_ctx,
+            strongest_first=strongest_first,
         )
         trained = tokenizer.trained_context()
         if trained is None:
@@ -191,7 +195,7 @@ class _Answering:
         long = replace(settings.llm, n_ctx=trained or settings.llm.n_ctx)
         # Opened apart from load_llm's cache: its KV cache is full's alone, and it is closed after the run.
         self.long_answerer = Answerer(
-            lambda: LLM(source, long), tokenizer, max_tokens, long.n_ctx, strongest_first=first
+            lambda: LLM(source, long), tokenizer, max_tokens, long.n_ctx, strongest_first=strongest_first
         )
         embedder = resolve(settings, "embedder").source
         self.embedder = load_embedder(embedder, settings.embedder.device, settings.embedder.threads)
