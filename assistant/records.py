@@ -327,6 +327,8 @@ class Retrieval:
     terms: tuple[str, ...] = ()
     # Whether some recalled line shares a content word with the question.
     matched_words: bool = False
+    # The known speakers the question names.
+    names: tuple[str, ...] = ()
 
     @property
     def empty(self) -> bool:

@@ -61,9 +61,13 @@ def test_reading_a_question():
     assert read_question("Where does Sam work?", speakers, T0, UTC).speaker == "Sam Lee"
     assert read_question("How long have Mel and her husband been married?", speakers, T0, UTC).speaker == "Melanie"
     assert read_question("What did Speaker 3 say?", speakers, T0, UTC).speaker == "Speaker 3"
-    # Two speakers, or a question in the first person, name no single speaker to filter by.
-    assert read_question("What do Caroline and Melanie have in common?", speakers, T0, UTC).speaker is None
-    assert read_question("What did I promise Melanie?", speakers, T0, UTC).speaker is None
+    # Two speakers, or a question in the first person, name no single speaker to filter by...
+    both = read_question("What do Caroline and Melanie have in common?", speakers, T0, UTC)
+    assert both.speaker is None and both.named == ("Caroline", "Melanie")
+    mine = read_question("What did I promise Melanie?", speakers, T0, UTC)
+    assert mine.speaker is None and mine.named == ("Melanie",)
+    # ...and a question about no one names no one.
+    assert read_question("Who wrote the Iliad?", speakers, T0, UTC).named == ()
     # A word that merely begins like a name ("Car") is not the name.
     assert read_question("Which car did they rent?", speakers, T0, UTC).speaker is None
     # A time bounds the lines only when the question asks what was said then.

@@ -584,6 +584,7 @@ class Memory:
             window,
             reading.terms,
             found.lexical_match,
+            reading.named,
         )
         return retrieval, vector
 
@@ -676,8 +677,13 @@ class Memory:
         )
         opts = self.settings.memory.answer
         # Nothing to say: no line at all, or none that shares a word with the question or comes close
-        # in meaning. The model would only guess.
-        if not retrieval.lines or (retrieval.relevance < opts.min_relevance and not retrieval.matched_words):
+        # in meaning. The model would only guess. A question that names someone the memory has heard
+        # is about what it holds, however its words fall ("What is Sam's relationship status?"
+        # against "It'll be tough as a single parent"): that person's lines are asked, and the model
+        # may still say "not mentioned".
+        if not retrieval.lines or (
+            retrieval.relevance < opts.min_relevance and not retrieval.matched_words and not retrieval.names
+        ):
             return PreparedQuestion(retrieval, None, (_time.perf_counter() - t0) * 1000)
         context = build_context(
             self._candidates(retrieval),

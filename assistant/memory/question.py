@@ -58,6 +58,8 @@ class QuestionReading:
     # The time window its words name ("what was said last week", "in May 2023"), relative to when
     # it is asked; None unless the question asks what was said then.
     window: tuple[float, float] | None
+    # Every known speaker the question names, in the order found.
+    named: tuple[str, ...] = ()
 
 
 def _name_patterns(speakers: list[str]) -> dict[str, list[str]]:
@@ -109,7 +111,7 @@ def read_question(question: str, speakers: list[str], now: float, zone: tzinfo) 
     )
     speaker = named[0] if len(named) == 1 and not _FIRST_PERSON.search(question) else None
     window = question_window(question, now, zone) if _ABOUT_SPEECH.search(question) else None
-    return QuestionReading(topic or question, terms, speaker, window)
+    return QuestionReading(topic or question, terms, speaker, window, tuple(named))
 
 
 def fts_query(terms: tuple[str, ...]) -> str | None:
