@@ -38,12 +38,13 @@ def ask_once(tmp_path: Path, reply: tuple[str, ...], question: str, **answer: An
     with scripted(Stream(reply)) as server:
         mem = served_memory(tmp_path, server, **answer)
         try:
-            found = mem.search(question)
             pieces, got = asked(mem, question)
             gate = mem.settings.memory.answer.min_relevance
         finally:
             mem.close()
-    return Asked(found, gate, pieces, got, server)
+    # The retrieval the gate read is the answer's own: no second recall.
+    assert got.retrieval is not None
+    return Asked(got.retrieval, gate, pieces, got, server)
 
 
 def test_a_question_the_memory_has_nothing_on_is_declined_without_asking(tmp_path: Path) -> None:
