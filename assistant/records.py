@@ -307,6 +307,8 @@ class RecalledLine:
     score: float
     # Which retrieval arms found it: "lexical", "dense", "tree", "buffer", "neighbour".
     found_by: tuple[str, ...] = ()
+    # Its best place in any one arm's ranking (0: some arm's first line); None when no arm ranked it.
+    best_rank: int | None = None
 
 
 @dataclass(frozen=True)

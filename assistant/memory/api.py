@@ -615,12 +615,17 @@ class Memory:
 
         With `answer.min_score_share`, a line scoring below that share of the best line's is not
         offered at all: the 0.5B answerer finds the evidence among a few strong matches more often
-        than among many weak ones, however much room the cap leaves."""
+        than among many weak ones, however much room the cap leaves. A line one arm ranks among
+        its first `answer.arm_best_lines` is no weak match, though only that arm found it."""
         opts = self.settings.memory.answer
         # Fused scores are positive (reciprocal ranks plus a non-negative utility tie-break), so a
         # share of 0 keeps every line.
         floor = opts.min_score_share * retrieval.lines[0].score if retrieval.lines else 0.0
-        lines = [r.evidence for r in retrieval.lines if r.score >= floor]
+        lines = [
+            r.evidence
+            for r in retrieval.lines
+            if r.score >= floor or (r.best_rank is not None and r.best_rank < opts.arm_best_lines)
+        ]
         summaries: dict[int, str] = {}
         if opts.summaries and lines:
             node_ids = self.store.node_ids_of(e.utterance_id for e in lines)

@@ -42,14 +42,23 @@ class Recall:
     lexical_match: bool
 
 
-def _fuse(arms: dict[str, list[tuple[int, float]]], k0: float) -> dict[int, tuple[float, tuple[str, ...]]]:
+@dataclass(frozen=True)
+class _Fused:
+    score: float
+    found_by: tuple[str, ...]
+    best_rank: int
+
+
+def _fuse(arms: dict[str, list[tuple[int, float]]], k0: float) -> dict[int, _Fused]:
     fused: dict[int, float] = {}
     found: dict[int, list[str]] = {}
+    best: dict[int, int] = {}
     for arm, ranked in arms.items():
         for rank, (uid, _) in enumerate(ranked):
             fused[uid] = fused.get(uid, 0.0) + 1.0 / (k0 + rank + 1)
             found.setdefault(uid, []).append(arm)
-    return {uid: (score, tuple(found[uid])) for uid, score in fused.items()}
+            best[uid] = min(best.get(uid, rank), rank)
+    return {uid: _Fused(score, tuple(found[uid]), best[uid]) for uid, score in fused.items()}
 
 
 def _tree_arm(
@@ -90,7 +99,7 @@ def recall(
     if options.tree:
         arms["tree"], paths = _tree_arm(store, vector, window, options, util, now)
     fused = _fuse(arms, options.fusion_k)
-    ranked = sorted(fused.items(), key=lambda t: -t[1][0])[: options.max_lines]
+    ranked = sorted(fused.items(), key=lambda t: -t[1].score)[: options.max_lines]
     ids = [uid for uid, _ in ranked]
     evidence = {u.id: u for u in store.utterances(ids)}
     # Utility breaks ties: the more a line's nodes were used and the more recently, the earlier.
@@ -103,15 +112,16 @@ def recall(
 
     vectors = store.utterance_vectors(ids)
     lines = []
-    for uid, (score, found_by) in ranked:
+    for uid, f in ranked:
         u = evidence.get(uid)
         if u is None or u.id is None:
             continue
         lines.append(
             RecalledLine(
                 Evidence(utterance_id=u.id, speaker=u.speaker, time=u.time, text=u.text),
-                score + 1e-6 * tie(uid),
-                found_by,
+                f.score + 1e-6 * tie(uid),
+                f.found_by,
+                f.best_rank,
             )
         )
     lines.sort(key=lambda r: -r.score)
