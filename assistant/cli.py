@@ -304,6 +304,10 @@ def _print_search(found: SearchResult, zone: tzinfo) -> None:
         click.echo(
             f"  {line.score:.3f}  {click.style(line.speaker, bold=True)} {format_time(line.time, zone)}  {line.text}"
         )
+    if found.replies:
+        click.secho(f"replies to the best matches ({len(found.replies)}):", bold=True)
+        for ev in found.replies:
+            click.echo(f"         {click.style(ev.speaker, bold=True)} {format_time(ev.time, zone)}  {ev.text}")
     click.secho(f"tree paths ({len(found.paths)}):" if found.paths else "tree paths: none", bold=True)
     for path in found.paths:
         click.echo(f"  {path.score:.3f}  {path.scene} \u203a {path.event.text}")

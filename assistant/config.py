@@ -130,6 +130,7 @@ class RetrievalOptions:
     top_amus: int = _range(0, 1000)
     min_similarity: float = _range(-1.0, 1.0)
     max_events: int = _range(1, 1000)
+    reply_lines: int = _range(0, 1000)
 
 
 @dataclass(frozen=True)

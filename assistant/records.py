@@ -331,6 +331,8 @@ class Retrieval:
     matched_words: bool = False
     # The known speakers the question names.
     names: tuple[str, ...] = ()
+    # The reply to each best match (memory/recall.py), offered to the context after the lines.
+    replies: tuple[Evidence, ...] = ()
 
     @property
     def empty(self) -> bool:
@@ -507,7 +509,7 @@ class SearchPath:
 @dataclass(frozen=True)
 class SearchResult:
     """What an answer would see, without asking the LLM: the recalled lines, the retrieved paths,
-    the recent speech not yet in the tree, and the filter applied."""
+    the recent speech not yet in the tree, the replies to the best matches, and the filter applied."""
 
     question: str
     relevance: float
@@ -515,6 +517,7 @@ class SearchResult:
     lines: tuple[SearchLine, ...]
     paths: tuple[SearchPath, ...]
     short_term: tuple[Evidence, ...]
+    replies: tuple[Evidence, ...] = ()
 
     @classmethod
     def of(cls, found: Retrieval) -> SearchResult:
@@ -537,6 +540,7 @@ class SearchResult:
                 for p in found.paths
             ),
             short_term=tuple(Evidence(u.id or 0, u.speaker, u.time, u.text) for u in found.short_term),
+            replies=found.replies,
         )
 
 

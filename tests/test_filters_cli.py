@@ -100,6 +100,10 @@ def test_search_by_speaker_keeps_to_that_speaker_and_never_loads_the_llm(home: P
     assert found["filter"] == {"since": None, "until": None, "speaker": "Priya", "inferred": []}
     assert all(inside(line, found["filter"]) for line in found["lines"]), found["lines"]
     assert all(u["speaker"] == "Priya" for u in found["short_term"]), found["short_term"]
+    # The replies to the best matches are searched among everyone's lines (the best is Sam's "Who is
+    # looking after your dog ...?"), and kept only when Priya said them.
+    assert [r["text"] for r in found["replies"]] == ["My sister will take Biscuit, she loves that beagle."]
+    assert all(inside(r, found["filter"]) for r in found["replies"]), found["replies"]
     # An id names the same speaker; the filter reports the name.
     assert search(home, "--speaker", "2", "the dog")["filter"]["speaker"] == "Priya"
 
@@ -113,6 +117,7 @@ def test_search_since_and_until_bound_the_times(home: Path) -> None:
     assert f["speaker"] is None and f["inferred"] == []
     assert all(inside(line, f) for line in found["lines"]), found["lines"]
     assert all(f["since"] <= u["time"] < f["until"] for u in found["short_term"]), found["short_term"]
+    assert all(inside(r, f) for r in found["replies"]), found["replies"]
     # An offset, or epoch seconds, say when exactly; the two forms agree.
     explicit = search(home, "--since", "2026-11-16T15:00:00Z", "--until", str(int(utc("2026-11-17T10:01"))), "beta")
     assert (explicit["filter"]["since"], explicit["filter"]["until"]) == (f["since"], f["until"])

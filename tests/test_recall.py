@@ -212,7 +212,9 @@ def test_lines_far_below_the_best_match_stay_out_of_the_context(tmp_path):
     contexts = {}
     for share in (0.0, 0.6):
         mem = open_memory(
-            tmp_path / f"data-{share}", answer={"min_score_share": share, "arm_best_lines": 0, "neighbours": 0}
+            tmp_path / f"data-{share}",
+            retrieval={"reply_lines": 0},
+            answer={"min_score_share": share, "arm_best_lines": 0, "neighbours": 0},
         )
         _fill(mem)
         prepared = mem.prepare(question, use=False)
@@ -257,7 +259,7 @@ def test_a_line_one_arm_ranks_first_passes_the_floor(tmp_path):
         mem = open_memory(
             tmp_path / f"data-{spare}",
             # Shallow arms, so that in a dozen lines each arm finds lines the other does not.
-            retrieval={"lexical_k": 2, "dense_k": 2, "tree": False},
+            retrieval={"lexical_k": 2, "dense_k": 2, "tree": False, "reply_lines": 0},
             answer={"min_score_share": 0.6, "arm_best_lines": spare, "neighbours": 0},
         )
         mem.add_many([Utterance(s, t, T0 + 60 * i) for i, (s, t) in enumerate(RUNNING)])
@@ -274,3 +276,40 @@ def test_a_line_one_arm_ranks_first_passes_the_floor(tmp_path):
         assert quoted[spare] == expected
         mem.close()
     assert zorblat.evidence.text in quoted[1] - quoted[0]
+
+
+SUMMER = [
+    ("Ana", "Last summer I swam in the lake every morning."),
+    ("Sam", "The lake sounds lovely, was the water cold?"),
+    ("Ana", "I love reading on a summer evening."),
+    ("Sam", "Any plans for the summer, Ana?"),
+    ("Ana", "Researching adoption agencies, I want to give a child a home."),
+    ("Sam", "That is wonderful news."),
+    ("Ana", "My plans for the garden fell through."),
+]
+
+
+def test_the_reply_to_the_best_match_is_offered(tmp_path):
+    """`retrieval.reply_lines`: the words of "What are Ana's plans for the summer?" are in Sam's
+    question, which the speaker read from it keeps out of every arm; Ana's answer shares none of
+    them. The turn just after the best match, searched among everyone's lines, is offered, and
+    only because Ana said it."""
+    question = "What are Ana's plans for the summer?"
+    answer = "Researching adoption agencies, I want to give a child a home."
+    quoted = {}
+    for replies in (0, 1):
+        mem = open_memory(
+            tmp_path / f"data-{replies}",
+            retrieval={"lexical_k": 2, "dense_k": 2, "tree": False, "reply_lines": replies},
+            answer={"neighbours": 0},
+        )
+        mem.add_many([Utterance(s, t, T0 + 60 * i) for i, (s, t) in enumerate(SUMMER)])
+        prepared = mem.prepare(question, use=False)
+        assert prepared.prompt is not None and prepared.retrieval.filter.speaker == "Ana"
+        # Without the rule nothing reaches Ana's answer: no arm ranks it.
+        assert answer not in {r.evidence.text for r in prepared.retrieval.lines}
+        quoted[replies] = {e.text for e in prepared.prompt.sources}
+        assert all(e.speaker == "Ana" for e in prepared.retrieval.replies)
+        assert [e.text for e in prepared.retrieval.replies] == ([answer] if replies else [])
+        mem.close()
+    assert answer in quoted[1] - quoted[0]

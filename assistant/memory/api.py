@@ -585,6 +585,7 @@ class Memory:
             reading.terms,
             found.lexical_match,
             reading.named,
+            found.replies,
         )
         return retrieval, vector
 
@@ -611,7 +612,7 @@ class Memory:
 
     def _candidates(self, retrieval: Retrieval) -> list[Candidate]:
         """The recalled lines in order of relevance, each with its event's summary where that adds words,
-        and the question just before each of the strongest lines.
+        the question just before each of the strongest lines, and last the replies to the best matches.
 
         With `answer.min_score_share`, a line scoring below that share of the best line's is not
         offered at all: the 0.5B answerer finds the evidence among a few strong matches more often
@@ -657,6 +658,9 @@ class Memory:
                     out.append(Candidate(as_evidence(before)))
                     continue
             out.append(Candidate(e, summaries.get(e.utterance_id)))
+        # The replies come last: the cap cuts them before any line the arms ranked.
+        shown = {c.evidence.utterance_id for c in out}
+        out += [Candidate(e) for e in retrieval.replies if e.utterance_id not in shown]
         return out
 
     def prepare(

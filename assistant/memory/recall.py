@@ -15,6 +15,12 @@ Utility (Eq. 1) does not rank: an old fact that matches the question well is not
 recent one that was merely asked about before. It only breaks ties, and decides (in the budget)
 what the memory keeps. Every arm sees only the lines inside the recall filter (a time window and
 a speaker, given or read from the question).
+
+Beside the ranked lines, recall offers the reply to the best matches: the turn just after each
+line the lexical and dense arms rank first, searched inside the window but for anyone's lines.
+In a conversation the words of a question are often in the turn that asks it ("what are your
+plans for the summer?") and the answer in the reply, which shares none of them ("researching
+adoption agencies").
 """
 
 from __future__ import annotations
@@ -40,6 +46,9 @@ class Recall:
     relevance: float
     # Whether any line shares a content word with the question.
     lexical_match: bool
+    # The turn just after each best lexical and dense match, where another speaker said it and it
+    # is inside the filter (not among `lines`' ranks: a reply shares no words with the question).
+    replies: tuple[Evidence, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -75,6 +84,39 @@ def _tree_arm(
     held = set(store.held_ids_among(best))
     ranked = sorted(((u, s) for u, s in best.items() if u in held), key=lambda t: -t[1])
     return ranked[: options.max_lines], paths
+
+
+def _replies(
+    store: Store,
+    arms: dict[str, list[tuple[int, float]]],
+    match: str | None,
+    vector: np.ndarray,
+    window: RecallFilter,
+    n: int,
+) -> tuple[Evidence, ...]:
+    if n <= 0:
+        return ()
+    if window.speaker is None:
+        hits = [uid for arm in ("lexical", "dense") for uid, _ in arms.get(arm, [])[:n]]
+    else:
+        # The turn that asks about the named speaker is usually someone else's: search without them.
+        anyone = RecallFilter(window.since, window.until)
+        lexical = store.lexical_lines(match, n, anyone) if match is not None and "lexical" in arms else []
+        dense = store.dense_lines(vector, n, anyone) if "dense" in arms else []
+        hits = [uid for uid, _ in (*lexical, *dense)]
+    said = {u.id: u.speaker for u in store.utterances(list(dict.fromkeys(hits)))}
+    out: dict[int, Evidence] = {}
+    for uid in dict.fromkeys(hits):
+        _, after = store.neighbours(uid)
+        if (
+            after is not None
+            and after.id is not None
+            and after.speaker != said.get(uid)
+            and window.admits(after.speaker, after.time)
+            and store.held_ids_among([after.id])
+        ):
+            out[after.id] = Evidence(utterance_id=after.id, speaker=after.speaker, time=after.time, text=after.text)
+    return tuple(out.values())
 
 
 def recall(
@@ -126,4 +168,5 @@ def recall(
         )
     lines.sort(key=lambda r: -r.score)
     cosines = [float(vectors[r.evidence.utterance_id] @ vector) for r in lines if r.evidence.utterance_id in vectors]
-    return Recall(tuple(lines), tuple(paths), max(cosines, default=0.0), bool(arms.get("lexical")))
+    replies = _replies(store, arms, match, vector, window, options.reply_lines)
+    return Recall(tuple(lines), tuple(paths), max(cosines, default=0.0), bool(arms.get("lexical")), replies)
