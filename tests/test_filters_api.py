@@ -103,9 +103,10 @@ def test_search_limited_to_a_speaker_and_a_window(daemon: DaemonProcess) -> None
         "speaker": "Sam",
         "inferred": [],
     }
-    assert {"lines", "paths", "short_term", "relevance", "question"} <= found.keys()
+    assert {"lines", "paths", "short_term", "replies", "relevance", "question"} <= found.keys()
     assert all(inside(line, found["filter"]) for line in found["lines"]), found["lines"]
     assert all(inside(u, found["filter"]) for u in found["short_term"]), found["short_term"]
+    assert all(inside(u, found["filter"]) for u in found["replies"]), found["replies"]
     for line in found["lines"]:
         assert set(line) == {"utterance_id", "speaker", "time", "text", "score", "found_by"}
 
@@ -116,6 +117,10 @@ def test_search_takes_epoch_seconds_and_speaker_ids(daemon: DaemonProcess) -> No
     assert status == 200, found
     assert found["filter"] == {"since": since, "until": until, "speaker": "Priya", "inferred": []}
     assert all(inside(line, found["filter"]) for line in found["lines"]), found["lines"]
+    # The best match for the dog is Sam's question to Priya; her reply, which shares no word with
+    # it, comes back as the reply to the best match.
+    status, found = post(daemon, "/search", {"question": "Who is looking after the dog?", "speaker": 2})
+    assert [r["text"] for r in found["replies"]] == ["My sister will take Biscuit, she loves that beagle."], found
     # The id as a string is the same speaker; no filter at all is reported as such.
     assert post(daemon, "/search", {"question": "the beta", "speaker": "2"})[1]["filter"]["speaker"] == "Priya"
     assert post(daemon, "/search", {"question": "the beta"})[1]["filter"] == {

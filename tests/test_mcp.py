@@ -167,6 +167,7 @@ def test_search_and_transcript_keep_to_the_speaker_and_the_window(heard: DaemonP
     for key in ("search by name", "search by id"):
         lines = seen[key]["lines"]
         assert lines and {line["speaker"] for line in lines} == {one["name"]}, seen[key]
+        assert all(reply["speaker"] == one["name"] for reply in seen[key]["replies"]), seen[key]
         assert one["name"] in seen[key]["limited_to"]
     assert [line["speaker"] for line in seen["transcript by name"]["lines"]] == [one["name"]] * one["utterances"]
 
@@ -174,6 +175,8 @@ def test_search_and_transcript_keep_to_the_speaker_and_the_window(heard: DaemonP
     assert seen["transcript in window"]["lines"] == everything[1:4]
     window_lines = seen["search in window"]["lines"]
     assert window_lines and all(since <= seconds(line["time"]) < until for line in window_lines), window_lines
+    window_replies = seen["search in window"]["replies"]
+    assert all(since <= seconds(r["time"]) < until for r in window_replies), window_replies
     assert seen["search in window"]["limited_to"].startswith("limited to from")
     assert seen["last two"]["lines"] == everything[-2:]
 

@@ -80,6 +80,11 @@ class SearchView(BaseModel):
     query: str
     limited_to: str | None
     lines: list[RecalledLine] = Field(description="What an answer would see, most relevant first")
+    replies: list[Line] = Field(
+        default_factory=list,
+        description="The turn just after each best match when someone else said it, which an answer sees too "
+        "(only the speaker's own, when limited to one)",
+    )
 
     @classmethod
     def of(cls, found: SearchResult, zone: tzinfo) -> SearchView:
@@ -87,6 +92,7 @@ class SearchView(BaseModel):
             query=found.question,
             limited_to=found.filter.describe(zone),
             lines=[RecalledLine.recalled(line, zone) for line in found.lines],
+            replies=[Line.of(e, zone) for e in found.replies],
         )
 
 

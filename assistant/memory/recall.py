@@ -17,7 +17,8 @@ what the memory keeps. Every arm sees only the lines inside the recall filter (a
 a speaker, given or read from the question).
 
 Beside the ranked lines, recall offers the reply to the best matches: the turn just after each
-line the lexical and dense arms rank first, searched inside the window but for anyone's lines.
+of the few lines the lexical and dense arms rank first (`reply_lines`), searched inside the
+window but among anyone's lines, kept when another speaker said it and the filter admits it.
 In a conversation the words of a question are often in the turn that asks it ("what are your
 plans for the summer?") and the answer in the reply, which shares none of them ("researching
 adoption agencies").
