@@ -292,8 +292,8 @@ SUMMER = [
 def test_the_reply_to_the_best_match_is_offered(tmp_path):
     """`retrieval.reply_lines`: the words of "What are Ana's plans for the summer?" are in Sam's
     question, which the speaker read from it keeps out of every arm; Ana's answer shares none of
-    them. The turn just after the best match, searched among everyone's lines, is offered, and
-    only because Ana said it."""
+    them. The turn just after the best match, searched among everyone's lines, is offered, since
+    Ana said it; Sam's lines never are."""
     question = "What are Ana's plans for the summer?"
     answer = "Researching adoption agencies, I want to give a child a home."
     quoted = {}
