@@ -313,3 +313,34 @@ def test_the_reply_to_the_best_match_is_offered(tmp_path):
         assert [e.text for e in prepared.retrieval.replies] == ([answer] if replies else [])
         mem.close()
     assert answer in quoted[1] - quoted[0]
+
+
+def test_the_short_question_before_a_strongest_line_is_shown(tmp_path):
+    """`answer.neighbours`: "These shoes are for running" answers a question it does not repeat
+    ("For walking or running?"); that turn, short and asked by someone else, is shown beside it."""
+    asked = "For walking or running?"
+    quoted = {}
+    for neighbours in (0, 1):
+        mem = open_memory(
+            tmp_path / f"data-{neighbours}",
+            stsb={"max_gap_seconds": 3600},
+            retrieval={"reply_lines": 0},
+            answer={"neighbours": neighbours},
+        )
+        _fill(mem)
+        prepared = mem.prepare("What are Ana's new shoes for?", use=False)
+        assert prepared.prompt is not None
+        quoted[neighbours] = [e.text for e in prepared.prompt.sources]
+        mem.close()
+    assert asked in quoted[1] and asked not in quoted[0]
+
+
+def test_the_turn_next_to_an_utterance(memory):
+    ids = sorted(memory.store.held_ids())
+    said = {u.id: u.text for u in memory.store.utterances(ids)}
+    running = next(i for i in ids if said[i].startswith("These shoes"))
+    assert memory.store.adjacent(running, after=False).text == "For walking or running?"
+    assert memory.store.adjacent(running, after=True).text == "I have been painting sunsets on the weekends."
+    assert memory.store.adjacent(ids[0], after=False) is None
+    assert memory.store.adjacent(ids[-1], after=True) is None
+    assert memory.store.adjacent(10**9, after=True) is None

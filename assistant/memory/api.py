@@ -644,7 +644,7 @@ class Memory:
         out: list[Candidate] = []
         for rank, e in enumerate(lines):
             if rank < opts.neighbours:
-                before, _ = self.store.neighbours(e.utterance_id)
+                before = self.store.adjacent(e.utterance_id, after=False)
                 if (
                     before is not None
                     and before.id is not None

@@ -34,6 +34,7 @@ import numpy as np
 from ..config import RetrievalOptions, UtilityOptions
 from ..records import Evidence, RecalledLine, RecallFilter, RetrievedPath
 from ..store.store import Store
+from .answer import as_evidence
 from .budget import utility
 from .question import QuestionReading, fts_query
 from .retrieve import retrieve
@@ -108,15 +109,15 @@ def _replies(
     said = {u.id: u.speaker for u in store.utterances(list(dict.fromkeys(hits)))}
     out: dict[int, Evidence] = {}
     for uid in dict.fromkeys(hits):
-        _, after = store.neighbours(uid)
+        reply = store.adjacent(uid, after=True)
         if (
-            after is not None
-            and after.id is not None
-            and after.speaker != said.get(uid)
-            and window.admits(after.speaker, after.time)
-            and store.held_ids_among([after.id])
+            reply is not None
+            and reply.id is not None
+            and reply.speaker != said.get(uid)
+            and window.admits(reply.speaker, reply.time)
+            and store.held_ids_among([reply.id])
         ):
-            out[after.id] = Evidence(utterance_id=after.id, speaker=after.speaker, time=after.time, text=after.text)
+            out[reply.id] = as_evidence(reply)
     return tuple(out.values())
 
 

@@ -434,19 +434,16 @@ class Store:
                 kept.append((uid, score))
         return kept
 
-    def neighbours(self, utterance_id: int) -> tuple[Utterance | None, Utterance | None]:
-        """The archived utterances just before and just after this one (by time)."""
-        row = self.db.one("SELECT time FROM utterances WHERE id = ?", (utterance_id,))
-        if row is None:
-            return None, None
-        t = row[0]
-        sql = (
+    def adjacent(self, utterance_id: int, *, after: bool) -> Utterance | None:
+        """The archived utterance just after (or just before) this one, by time."""
+        op, order = (">", "ASC") if after else ("<", "DESC")
+        row = self.db.one(
             "SELECT u.id, s.name AS speaker, u.text, u.time FROM utterances u JOIN speakers s ON s.id = u.speaker_id "
-            "WHERE (u.time, u.id) {op} (?, ?) ORDER BY u.time {order}, u.id {order} LIMIT 1"
+            f"WHERE (u.time, u.id) {op} (SELECT time, id FROM utterances WHERE id = ?) "
+            f"ORDER BY u.time {order}, u.id {order} LIMIT 1",
+            (utterance_id,),
         )
-        before = self.db.one(sql.format(op="<", order="DESC"), (t, utterance_id))
-        after = self.db.one(sql.format(op=">", order="ASC"), (t, utterance_id))
-        return (_utterance(before) if before else None, _utterance(after) if after else None)
+        return _utterance(row) if row else None
 
     def held_ids_among(self, utterance_ids: Iterable[int]) -> list[int]:
         return [
