@@ -16,7 +16,13 @@ import pytest
 from assistant.bench.systems.base import Answerer
 from assistant.config import load_settings
 from assistant.llm import OpenAIChat, load_tokenizer
-from assistant.memory.answer import grounded, is_bare_unknown, may_be_bare_unknown
+from assistant.memory.answer import (
+    grounded,
+    is_bare_unknown,
+    may_be_bare_unknown,
+    may_say_question_back,
+    says_question_back,
+)
 from assistant.memory.api import Memory
 from assistant.records import Answer
 
@@ -40,6 +46,47 @@ def test_bare_unknown_replies(reply: str) -> None:
 def test_replies_that_say_something(reply: str) -> None:
     assert not is_bare_unknown(reply)
     assert not may_be_bare_unknown(reply)
+
+
+@pytest.mark.parametrize(
+    ("reply", "question"),
+    [
+        ("Priya is allergic", QUESTION),
+        ("Pottery workshops, pottery workshops", "What did Sam and his kids make at the pottery workshop?"),
+        ("Sam's reason for running is running.", "What is Sam's reason for getting into running?"),
+        ("Adoption agencies", "What kind of people does the adoption agency support?"),  # stemmed
+        ("Ana, Ana", "Who sang at Ana's birthday?"),
+    ],
+)
+def test_replies_that_say_the_question_back(reply: str, question: str) -> None:
+    assert says_question_back(reply, question)
+    # Every beginning of it may still be one.
+    assert all(may_say_question_back(reply[:n], question) for n in range(len(reply) + 1))
+
+
+@pytest.mark.parametrize(
+    ("reply", "question"),
+    [
+        ("Peanuts", QUESTION),
+        ("Priya is allergic to peanuts", QUESTION),
+        ("not mentioned", QUESTION),  # a decline, with its own second look
+        ("Yes", "Did Priya and Sam both go to the concert?"),
+        ("Yes, Priya and Sam both went to the concert", "Did Priya and Sam both go to the concert?"),
+        ("A national park", "Would Sam rather visit a national park or a theme park?"),
+        ("2", "How many times did Sam go to the beach in 2023?"),
+    ],
+)
+def test_replies_that_say_more_than_the_question(reply: str, question: str) -> None:
+    assert not says_question_back(reply, question)
+
+
+def test_a_word_still_being_written_is_not_judged() -> None:
+    assert may_say_question_back("Priya is aller", QUESTION)  # "aller..." may become "allergic"
+    assert may_say_question_back("Pean", QUESTION)
+    assert not may_say_question_back("Peanuts ", QUESTION)
+    assert not may_say_question_back("Priya is allergic to peanuts.", QUESTION)
+    # The last word may not be finished: judged when the reply ends.
+    assert may_say_question_back("Priya is allergic to peanuts", QUESTION)
 
 
 def test_a_reply_is_grounded_when_every_word_it_adds_is_in_the_lines() -> None:
@@ -120,16 +167,42 @@ def test_a_second_reply_that_does_not_rest_on_the_lines_is_not_kept(tmp_path: Pa
     assert len(server.posts()) == 2
 
 
-def test_an_answer_is_streamed_as_it_comes_and_asked_once(tmp_path: Path) -> None:
-    with scripted(Stream(("Not", " on", " Friday"))) as server:
+def test_a_reply_that_says_the_question_back_is_asked_again(tmp_path: Path) -> None:
+    with scripted(Stream(("Priya", " is", " allergic", ".")), Stream(("Pean", "uts"))) as server:
         mem = served_memory(tmp_path, server)
         try:
             pieces, answer = asked(mem, QUESTION)
         finally:
             mem.close()
-    # Held back only while it could still be "not mentioned".
-    assert pieces == ["Not on", " Friday"]
-    assert answer.text == "Not on Friday"
+    assert (answer.text, answer.knows) == ("Peanuts", True)
+    # Held back while it added nothing to the question, then replaced.
+    assert pieces == ["Peanuts"]
+    assert [e.text for e in answer.evidence] == [PEANUTS]
+    assert [len(notes_lines(server, n)) for n in range(2)][1] == 2
+
+
+def test_a_reply_said_back_stays_when_the_second_look_rests_on_nothing(tmp_path: Path) -> None:
+    with scripted(Stream(("Priya", " is", " allergic")), Stream(("Shellfish",))) as server:
+        mem = served_memory(tmp_path, server)
+        try:
+            pieces, answer = asked(mem, QUESTION)
+        finally:
+            mem.close()
+    assert (answer.text, pieces) == ("Priya is allergic", ["Priya is allergic"])
+    assert len(server.posts()) == 2
+
+
+def test_an_answer_is_streamed_as_it_comes_and_asked_once(tmp_path: Path) -> None:
+    with scripted(Stream(("Not", " on", " Friday", " night", "."))) as server:
+        mem = served_memory(tmp_path, server)
+        try:
+            pieces, answer = asked(mem, QUESTION)
+        finally:
+            mem.close()
+    # Held back only while it could still be "not mentioned" or the question said back: until a
+    # whole word ("Friday", followed by a space) adds to the question.
+    assert pieces == ["Not on Friday night", "."]
+    assert answer.text == "Not on Friday night."
     assert len(server.posts()) == 1
 
 
@@ -149,14 +222,14 @@ FLIGHT = "Yes, we fly out on the 14th of May and come back on the 19th."
 
 
 def test_a_question_asking_for_a_day_is_asked_from_the_strongest_lines_first(tmp_path: Path) -> None:
-    with scripted(Stream(("14", "th of May"))) as server:
+    with scripted(Stream(("14th", " of", " May"))) as server:
         mem = served_memory(tmp_path, server)
         try:
             pieces, answer = asked(mem, WHEN)
             whole = mem.prepare(WHEN, use=False)
         finally:
             mem.close()
-    assert (answer.text, answer.knows, pieces) == ("14th of May", True, ["14", "th of May"])
+    assert (answer.text, answer.knows, pieces) == ("14th of May", True, ["14th of", " May"])
     assert len(server.posts()) == 1
     first = notes_lines(server, 0)
     assert len(first) == 2 and any(line.startswith("Priya: Yes, we fly out on the 14th of May") for line in first)
@@ -226,3 +299,13 @@ def test_the_benchmark_answerer_takes_the_same_second_look(tmp_path: Path) -> No
         assert answerer.answer("(many lines)", QUESTION, lines)[0] == "Peanuts"
         assert answerer.answer("(many lines)", QUESTION)[0] == "not mentioned"
         assert len(server.posts()) == 3
+
+
+def test_the_benchmark_answerer_asks_again_a_reply_that_says_the_question_back(tmp_path: Path) -> None:
+    lines = "16 November 2026:\nPriya: I am allergic to peanuts, so I always ask them first."
+    with scripted(Stream(("Priya is allergic",)), Stream(("Peanuts",))) as server:
+        served = {"backend": "openai", "base_url": server.base_url, "model": "m", "retries": 0}
+        llm = OpenAIChat(load_settings(user_file=tmp_path / "absent.yaml", overrides={"llm": served}).llm)
+        answerer = Answerer(lambda: llm, load_tokenizer(model_file()), 48, 4096)
+        assert answerer.answer("(many lines)", QUESTION, lines)[0] == "Peanuts"
+        assert len(server.posts()) == 2

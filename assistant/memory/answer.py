@@ -24,6 +24,8 @@ from .context import Context, stems
 from .dates import annotate, day_heading
 from .question import STOP_WORDS
 
+T = TypeVar("T")
+
 SYSTEM = "You answer questions about past conversations, using only the notes you are given."
 
 # Measured on LoCoMo development questions with the 0.5B answerer (BENCHMARKS.md): a request for
@@ -119,6 +121,43 @@ def _content_stems(text: str) -> set[str]:
     return stems(" ".join(_content_words(text)))
 
 
+# A reply that only says the question back ("What did Mel and her kids make at the workshop?" ->
+# "Pottery workshops"; "What is Melanie's reason for running?" -> "Her reason is running") tells
+# the user nothing, like "not mentioned", and gets the same second look. Not a reply to a choice
+# ("a national park or a theme park?"), whose answer is one of the question's words, nor one that
+# begins with the yes or no asked for, nor one with a number the question does not have.
+_YES_NO_REPLY = re.compile(r"^\W*(yes|no)\b", re.IGNORECASE)
+_CHOICE = re.compile(r"\bor\b", re.IGNORECASE)
+
+
+def says_question_back(reply: str, question: str) -> bool:
+    """Whether `reply` adds no word and no number to `question` (and is not a decline, a yes or
+    no to a question asking one, or one of the things a question offers to choose from)."""
+    if not reply.strip() or says_unknown(reply) or _CHOICE.search(question):
+        return False
+    if asks_yes_or_no(question) and _YES_NO_REPLY.match(reply):
+        return False
+    if set(re.findall(r"\d+", reply)) - set(re.findall(r"\d+", question)):
+        return False
+    return not (_content_stems(reply) - _content_stems(question))
+
+
+def may_say_question_back(start: str, question: str) -> bool:
+    """Whether a reply that begins with `start` may still turn out to say the question back: its
+    whole words so far add nothing (a word still being written is not judged)."""
+    whole = start if re.search(r"\W$", start) else re.sub(r"\w+$", "", start)
+    return not whole.strip() or (
+        not says_unknown(whole)
+        and not (_content_stems(whole) - _content_stems(question))
+        and not set(re.findall(r"\d+", whole)) - set(re.findall(r"\d+", question))
+    )
+
+
+def says_nothing(reply: str, question: str) -> bool:
+    """Whether a reply is asked again (the second look): a bare "not mentioned", or the question said back."""
+    return is_bare_unknown(reply) or says_question_back(reply, question)
+
+
 def grounded(reply: str, question: str, notes: str) -> bool:
     """Whether a reply adds words to its question, and every one of them is in `notes` (stemmed)."""
     added = _content_stems(reply) - _content_stems(question)
@@ -132,6 +171,66 @@ def second_look(question: str, notes: str, ask: Callable[[list[dict[str, str]]],
     return reply if reply and not says_unknown(reply) and grounded(reply, question, notes) else None
 
 
+# The day said is not always the day it happened. Asked "When did Sam have a picnic?" from the
+# line "6 July 2023: / Sam: We had a picnic last week (the week before 6 July 2023)!", the small
+# answerers reply with the day above the line, "6 July 2023", a week off. A reply that is nothing
+# but the date above a line is replaced by the date the line itself resolves
+# (`dates.annotate`), when that line is the one among the day's lines (and its sentence the one
+# among the line's) that shares the most words with the question.
+# A context's date line (`dates.day_heading`, as `context.render` writes it) and a date it resolves.
+_DAY_LINE = re.compile(r"^(\d{1,2} [A-Z][a-z]+ \d{4}):$")
+_RESOLVED = re.compile(r"\(([^()]*\b\d{4})\)")
+
+
+def _best(items: list[tuple[int, T]]) -> T | None:
+    """The item with the strictly highest score above zero; None on a tie or when none scores."""
+    ranked = sorted(items, key=lambda x: -x[0])
+    if not ranked or ranked[0][0] <= 0 or (len(ranked) > 1 and ranked[1][0] == ranked[0][0]):
+        return None
+    return ranked[0][1]
+
+
+# What a reply that is only a date may begin with: "14", "14 Aug", "14 August 20".
+_DAY_BEGUN = re.compile(r"\d{0,2}(?:\s+[a-z]*(?:\s+\d{0,4})?)?")
+
+
+def may_be_only_a_day(start: str, question: str) -> bool:
+    """Whether a reply to `question` that begins with `start` may still turn out to be only a date
+    (which `dated_reply` may replace); never for a question that does not ask for a day."""
+    return asks_for_a_day(question) and _DAY_BEGUN.fullmatch(_bare(start) if start.strip() else "") is not None
+
+
+def may_be_replaced(start: str, question: str) -> bool:
+    """Whether a reply that begins with `start` is held back from the user: it may still be a bare
+    "not mentioned" or the question said back (the second look may replace either), or only a date
+    (`dated_reply` may replace it)."""
+    return may_be_bare_unknown(start) or may_say_question_back(start, question) or may_be_only_a_day(start, question)
+
+
+def dated_reply(reply: str, question: str, notes: str) -> str:
+    """`reply`, or for a reply that is only the date above the line answering `question`, the date
+    that line resolves in parentheses ("the week before 6 July 2023")."""
+    day = _bare(reply)
+    if not asks_for_a_day(question) or not day:
+        return reply
+    wanted = _content_stems(question)
+    lines: list[tuple[int, str]] = []
+    under = None
+    for line in notes.splitlines():
+        if (m := _DAY_LINE.match(line.strip())) is not None:
+            under = m.group(1).casefold()
+        elif under == day and ": " in line:
+            lines.append((len(wanted & _content_stems(line.split(": ", 1)[1])), line.split(": ", 1)[1]))
+    if (line := _best(lines)) is None:
+        return reply
+    dated = [s for s in re.split(r"(?<=[.!?])\s+", line) if _RESOLVED.search(s)]
+    sentence = _best([(len(wanted & _content_stems(_RESOLVED.sub("", s))), s) for s in dated])
+    if sentence is None or len(found := set(_RESOLVED.findall(sentence))) != 1:
+        return reply
+    (resolved,) = found
+    return reply if _bare(resolved) == day else resolved
+
+
 # Strongest lines first (`memory.answer.strongest_first`). Among ten lines a small model copies the
 # first date it reads, not the date of the line that answers: on the 34 when-questions among 60
 # development questions (after the evidence, the same contexts) the 0.5B's first replies scored F1
@@ -140,9 +239,6 @@ def second_look(question: str, notes: str, ask: Callable[[list[dict[str, str]]],
 # answer, so only a question asking for a day is asked from its strongest lines first; the whole
 # context follows when they do not answer it, with nothing or with "not mentioned" (BENCHMARKS.md,
 # "Strongest lines first").
-T = TypeVar("T")
-
-
 def first_looks(question: str, whole: T, strongest: T | None, *, strongest_first: bool) -> list[T]:
     """The contexts `question` is asked from in turn, each offering "not mentioned", until one
     answers: its strongest lines, when it asks for a day and `strongest_first` is on, then `whole`."""

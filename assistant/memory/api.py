@@ -48,9 +48,11 @@ from .answer import (
     asks_for_a_day,
     build_prompt,
     cited_evidence,
+    dated_reply,
     first_looks,
     is_bare_unknown,
-    may_be_bare_unknown,
+    may_be_replaced,
+    says_nothing,
     says_unknown,
     second_look,
     strip_citations,
@@ -737,22 +739,24 @@ class Memory:
             retrieval.question, prompt, prepared.second_look, strongest_first=opts.strongest_first
         ):
             pieces: list[str] = []
-            # Held back while the reply may still be a bare "not mentioned", which the next look may replace.
+            # Held back while what comes next may replace it (`may_be_replaced`).
             held = True
             for piece in llm.stream(cited_from.messages, max_tokens=max_tokens):
                 pieces.append(piece)
                 if not held:
                     yield piece
-                elif not may_be_bare_unknown("".join(pieces)):
+                elif not may_be_replaced(so_far := "".join(pieces), retrieval.question):
                     held = False
-                    yield "".join(pieces)
+                    yield so_far
             raw = "".join(pieces).strip()
             if not held or (raw and not is_bare_unknown(raw)):
                 break
-        if held and is_bare_unknown(raw) and (second := prepared.second_look) is not None:
+        if held and says_nothing(raw, retrieval.question) and (second := prepared.second_look) is not None:
             reply = second_look(retrieval.question, second.notes, lambda m: llm.chat(m, max_tokens=max_tokens))
             if reply is not None:
                 raw, cited_from = reply, second
+        if held:
+            raw = dated_reply(raw, retrieval.question, cited_from.notes)
         if held and raw:
             yield raw
         # A reply that is only citations says nothing; treat it like any other non-answer.

@@ -20,9 +20,11 @@ from ...llm import ChatModel, Tokenizer
 from ...memory.answer import (
     as_evidence,
     asks_for_a_day,
+    dated_reply,
     first_looks,
     frame,
     is_bare_unknown,
+    says_nothing,
     second_look,
     strip_citations,
 )
@@ -89,7 +91,8 @@ class Answerer:
     def answer(self, context: str, question: str, strongest: str = "") -> tuple[str, float]:
         """The reply to `question` from `context`, asked as the memory asks: from the `strongest`
         lines first when it asks for a day (`memory.answer.strongest_first`), and a bare "not
-        mentioned" asked again from them alone (`memory.answer.second_look_lines`)."""
+        mentioned" or a reply that says the question back asked again from them alone
+        (`memory.answer.second_look_lines`)."""
         llm = self.llm  # opened outside the timing: loading is no part of an answer
         started = time.perf_counter()
         for notes in first_looks(question, context, strongest or None, strongest_first=self.strongest_first):
@@ -97,9 +100,12 @@ class Answerer:
             reply = strip_citations(raw) or raw.strip()
             if reply and not is_bare_unknown(reply):
                 break
-        if strongest and is_bare_unknown(reply):
-            reply = second_look(question, strongest, lambda m: llm.chat(m, max_tokens=self.max_tokens)) or reply
-        return reply, (time.perf_counter() - started) * 1000
+        if strongest and says_nothing(reply, question):
+            again = second_look(question, strongest, lambda m: llm.chat(m, max_tokens=self.max_tokens))
+            if again is not None:
+                reply, notes = again, strongest
+        # The date the answering line resolves, not the day above it (`dated_reply`).
+        return dated_reply(reply, question, notes), (time.perf_counter() - started) * 1000
 
     def frame_tokens(self, question: str) -> int:
         """Tokens of the frame around an empty context, the chat template's markers included."""
