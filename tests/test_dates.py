@@ -94,6 +94,47 @@ CASES = [
         "2023-08-11T23:00",
     ),
     ("this Friday works", MON_14_AUG, "this Friday", "18 August 2023", "2023-08-17T23:00", "2023-08-18T23:00"),
+    # Weekdays written short, and "this past" for "last".
+    (
+        "Last Fri I took my kids to a pottery workshop",
+        MON_14_AUG,
+        "Last Fri",
+        "the Friday before 14 August 2023",
+        "2023-08-10T23:00",
+        "2023-08-11T23:00",
+    ),
+    (
+        "I joined a new group last Tues.",
+        MON_14_AUG,
+        "last Tues",
+        "the Tuesday before 14 August 2023",
+        "2023-08-07T23:00",
+        "2023-08-08T23:00",
+    ),
+    (
+        "see you next thurs",
+        MON_14_AUG,
+        "next thurs",
+        "the Thursday after 14 August 2023",
+        "2023-08-16T23:00",
+        "2023-08-17T23:00",
+    ),
+    (
+        "This past Friday I ran",
+        MON_14_AUG,
+        "This past Friday",
+        "the Friday before 14 August 2023",
+        "2023-08-10T23:00",
+        "2023-08-11T23:00",
+    ),
+    (
+        "We hiked this past weekend",
+        MON_14_AUG,
+        "this past weekend",
+        "the weekend before 14 August 2023",
+        "2023-08-11T23:00",
+        "2023-08-13T23:00",
+    ),
     (
         "last Friday night",
         MON_14_AUG,
@@ -336,6 +377,10 @@ def test_hand_worked_cases(
         "Lastly, one day I will go",
         "over the last year",
         "It was his last week at work",
+        # Short weekdays that are words of their own count only with a capital.
+        "The one who came last sat down",
+        "I was never the last sun worshipper",
+        "Friends came last, Frisbees first",
     ],
 )
 def test_words_that_are_not_dates(text: str) -> None:

@@ -16,7 +16,8 @@ The phrases follow the way LoCoMo's gold answers are written, one rule per granu
   yesterday evening, this Friday, the day before yesterday, three days ago -> "7 May 2023".
   A night is dated by its evening: "last night" said at 00:30 on 14 August is "13 August 2023".
 * "last" and "next" weekdays, weeks and weekends are anchored to the day they were said, as
-  the gold answers are: last Friday -> "the Friday before 14 August 2023", next Friday ->
+  the gold answers are (a weekday may be written short, "last Fri", "next Tues"; "this past"
+  is "last"): last Friday -> "the Friday before 14 August 2023", next Friday ->
   "the Friday after 14 August 2023", last weekend -> "the weekend before 14 August 2023",
   last week and a bare "the week before" -> "the week before 14 August 2023", next week ->
   "the week after 14 August 2023", two weeks ago and the week before last -> "two weeks
@@ -100,6 +101,13 @@ _PARTS = {"morning": (0, 12), "afternoon": (12, 6), "evening": (18, 6), "night":
 
 _WD = "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
 _WEEKDAY_NUMBER = {w.lower(): i for i, w in enumerate(_WEEKDAYS)}  # "friday" -> 4
+# After last/next/this, a weekday may be written short ("last Fri", "next Tues"). Longer forms
+# first, so that "Tues" is not read as "Tue" and a stray "s".
+_WD_SHORT = "tues|tue|weds|wed|thurs|thur|thu|mon|fri|sat|sun"
+# Short forms that are words of their own ("we sat", "the sun"): only with a capital.
+_SHORT_HOMOGRAPHS = {"mon", "wed", "sat", "sun"}
+# "This past weekend", "this past Friday": the last one.
+_REL = r"last|next|this\s+past|this"
 _MON = "january|february|march|april|may|june|july|august|september|october|november|december"
 _PART = "morning|afternoon|evening|night"
 _COUNT = (
@@ -117,8 +125,8 @@ _EXPR = re.compile(
     r"|(?P<tonight>tonight)"
     r"|(?P<day>yesterday|today|tomorrow)(?:\s+(?P<day_part>" + _PART + r"))?"
     r"|this\s+(?P<this_part>morning|afternoon|evening)"
-    r"|(?P<wrel>last|next|this)\s+(?P<wday>" + _WD + r")(?:\s+(?P<wday_part>" + _PART + r"))?"
-    r"|(?P<rel>last|next|this)\s+(?P<unit>weekend|week|month|year|" + _MON + r")"
+    r"|(?P<wrel>" + _REL + r")\s+(?P<wday>" + _WD + "|" + _WD_SHORT + r")(?:\s+(?P<wday_part>" + _PART + r"))?"
+    r"|(?P<rel>" + _REL + r")\s+(?P<unit>weekend|week|month|year|" + _MON + r")"
     r"|(?P<count>" + _COUNT + r")\s+(?P<ago_unit>days?|weeks?|months?|years?)\s+ago"
     r")\b",
     re.IGNORECASE,
@@ -240,14 +248,22 @@ def _resolve(m: re.Match[str], local: datetime, zone: tzinfo) -> _Resolved | Non
     if part := g("this_part"):
         return (_fmt_day(said), *_part(said, part, zone))
     if wday := g("wday"):
-        name = _WEEKDAYS[_WEEKDAY_NUMBER[wday.lower()]]
-        return _weekday(g("wrel").lower(), name, said, zone, g("wday_part"))
+        if wday.lower() in _SHORT_HOMOGRAPHS and wday[0].islower():
+            return None
+        name = next(w for w in _WEEKDAYS if w.lower().startswith(wday.lower()[:3]))
+        return _weekday(_relation(g("wrel")), name, said, zone, g("wday_part"))
     if unit := g("unit"):
-        return _relative_unit(g("rel").lower(), unit, said, zone)
+        return _relative_unit(_relation(g("rel")), unit, said, zone)
     counted = _count(g("count"))
     if counted is None:
         return None
     return _ago(counted, g("ago_unit").lower().rstrip("s"), said, zone)
+
+
+def _relation(words: str) -> str:
+    """ "last", "next" or "this", as written before a weekday or a unit ("this past" is "last")."""
+    words = words.lower()
+    return "last" if words.endswith("past") else words
 
 
 def _weekday(rel: str, name: str, said: date, zone: tzinfo, part: str | None) -> _Resolved:
