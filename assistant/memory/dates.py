@@ -261,7 +261,7 @@ def _resolve(m: re.Match[str], local: datetime, zone: tzinfo) -> _Resolved | Non
 
 
 def _relation(words: str) -> str:
-    """ "last", "next" or "this", as written before a weekday or a unit ("this past" is "last")."""
+    """The relation written before a weekday or a unit: last, next or this ("this past" is last)."""
     words = words.lower()
     return "last" if words.endswith("past") else words
 
