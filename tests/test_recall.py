@@ -4,10 +4,13 @@ limits it, and that its lexical index follows every write, prune, forget and imp
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from assistant.errors import InputError
+from assistant.memory.api import PreparedQuestion
 from assistant.memory.forget import ForgetFilter
 from assistant.memory.question import fts_query, read_question
 from assistant.records import Utterance
@@ -38,6 +41,16 @@ CONVERSATION = [
 
 def _fill(mem) -> None:
     mem.add_many([Utterance(s, t, T0 + dt) for s, t, dt in CONVERSATION])
+
+
+def _prepared(data: Path, question: str, **settings: Any) -> PreparedQuestion:
+    """`question` prepared (not used) by a fresh memory at `data` that heard CONVERSATION."""
+    mem = open_memory(data, **settings)
+    try:
+        _fill(mem)
+        return mem.prepare(question, use=False)
+    finally:
+        mem.close()
 
 
 @pytest.fixture
@@ -211,17 +224,15 @@ def test_lines_far_below_the_best_match_stay_out_of_the_context(tmp_path):
     question = "Where is the hotel Ana booked?"
     contexts = {}
     for share in (0.0, 0.6):
-        mem = open_memory(
+        prepared = _prepared(
             tmp_path / f"data-{share}",
+            question,
             retrieval={"reply_lines": 0},
             answer={"min_score_share": share, "arm_best_lines": 0, "neighbours": 0},
         )
-        _fill(mem)
-        prepared = mem.prepare(question, use=False)
         assert prepared.prompt is not None
         scores = {r.evidence.utterance_id: r.score for r in prepared.retrieval.lines}
         contexts[share] = (prepared.prompt.sources, scores, prepared.prompt.context_tokens)
-        mem.close()
     (wide, scores, wide_tokens), (narrow, _, narrow_tokens) = contexts[0.0], contexts[0.6]
     best = max(scores.values())
     # Without a floor the cap is all that limits: every recalled line fits this small memory.
@@ -321,17 +332,15 @@ def test_the_short_question_before_a_strongest_line_is_shown(tmp_path):
     asked = "For walking or running?"
     quoted = {}
     for neighbours in (0, 1):
-        mem = open_memory(
+        prepared = _prepared(
             tmp_path / f"data-{neighbours}",
+            "What are Ana's new shoes for?",
             stsb={"max_gap_seconds": 3600},
             retrieval={"reply_lines": 0},
             answer={"neighbours": neighbours},
         )
-        _fill(mem)
-        prepared = mem.prepare("What are Ana's new shoes for?", use=False)
         assert prepared.prompt is not None
         quoted[neighbours] = [e.text for e in prepared.prompt.sources]
-        mem.close()
     assert asked in quoted[1] and asked not in quoted[0]
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import tzinfo
 from typing import TypeVar
 
-from ..records import Evidence, Utterance
+from ..records import Evidence
 from .context import Context, stems
 from .dates import annotate, day_heading
 from .question import STOP_WORDS
@@ -137,20 +137,20 @@ def says_question_back(reply: str, question: str) -> bool:
         return False
     if asks_yes_or_no(question) and _YES_NO_REPLY.match(reply):
         return False
-    if set(re.findall(r"\d+", reply)) - set(re.findall(r"\d+", question)):
-        return False
-    return not (_content_stems(reply) - _content_stems(question))
+    return _adds_nothing(reply, question)
+
+
+def _adds_nothing(text: str, question: str) -> bool:
+    """Whether `text` has no content word (stemmed) and no number that `question` lacks."""
+    numbers = set(re.findall(r"\d+", text)) - set(re.findall(r"\d+", question))
+    return not numbers and not (_content_stems(text) - _content_stems(question))
 
 
 def may_say_question_back(start: str, question: str) -> bool:
     """Whether a reply that begins with `start` may still turn out to say the question back: its
     whole words so far add nothing (a word still being written is not judged)."""
     whole = start if re.search(r"\W$", start) else re.sub(r"\w+$", "", start)
-    return not whole.strip() or (
-        not says_unknown(whole)
-        and not (_content_stems(whole) - _content_stems(question))
-        and not set(re.findall(r"\d+", whole)) - set(re.findall(r"\d+", question))
-    )
+    return not whole.strip() or (not says_unknown(whole) and _adds_nothing(whole, question))
 
 
 def says_nothing(reply: str, question: str) -> bool:
@@ -255,10 +255,6 @@ class Prompt:
     context_tokens: int
     named_days: bool = False  # as the context's: an answer is traced through the dates the model read
     notes: str = ""  # the context as the model read it
-
-
-def as_evidence(u: Utterance) -> Evidence:
-    return Evidence(utterance_id=u.id or 0, speaker=u.speaker, time=u.time, text=u.text)
 
 
 def frame(context: str, question: str, *, may_decline: bool = True) -> list[dict[str, str]]:

@@ -44,7 +44,6 @@ from . import archive, digest, forget, speakers
 from .answer import (
     DONT_KNOW,
     Prompt,
-    as_evidence,
     asks_for_a_day,
     build_prompt,
     cited_evidence,
@@ -657,7 +656,7 @@ class Memory:
                     and self.store.held_ids_among([before.id])
                 ):
                     out.append(Candidate(e, summaries.get(e.utterance_id)))
-                    out.append(Candidate(as_evidence(before)))
+                    out.append(Candidate(Evidence.of(before)))
                     continue
             out.append(Candidate(e, summaries.get(e.utterance_id)))
         # The replies come last: the cap cuts them before any line the arms ranked.

@@ -116,7 +116,7 @@ def assemble(store: Store, reading: DayReading, verdicts: Sequence[Verdict]) -> 
                 what=verdict.what,
                 due=due,
                 due_date=due_date(due, current[0].time, day.zone),
-                evidence=tuple(_evidence(u) for u in current),
+                evidence=tuple(Evidence.of(u) for u in current),
             )
         )
     counts = Counter(u.speaker for u in lines)
@@ -147,7 +147,3 @@ def _topics(store: Store, day: Day) -> tuple[DigestItem, ...]:
         for nid, lines in sources.items()
         if nid in events
     )
-
-
-def _evidence(u: Utterance) -> Evidence:
-    return Evidence(utterance_id=u.id or 0, speaker=u.speaker, time=u.time, text=u.text)

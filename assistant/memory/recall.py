@@ -34,7 +34,6 @@ import numpy as np
 from ..config import RetrievalOptions, UtilityOptions
 from ..records import Evidence, RecalledLine, RecallFilter, RetrievedPath
 from ..store.store import Store
-from .answer import as_evidence
 from .budget import utility
 from .question import QuestionReading, fts_query
 from .retrieve import retrieve
@@ -117,7 +116,7 @@ def _replies(
             and window.admits(reply.speaker, reply.time)
             and store.held_ids_among([reply.id])
         ):
-            out[reply.id] = as_evidence(reply)
+            out[reply.id] = Evidence.of(reply)
     return tuple(out.values())
 
 
@@ -162,7 +161,7 @@ def recall(
             continue
         lines.append(
             RecalledLine(
-                Evidence(utterance_id=u.id, speaker=u.speaker, time=u.time, text=u.text),
+                Evidence.of(u),
                 f.score + 1e-6 * tie(uid),
                 f.found_by,
                 f.best_rank,

@@ -18,7 +18,6 @@ from ...config import Settings
 from ...embed import Embedder
 from ...llm import ChatModel, Tokenizer
 from ...memory.answer import (
-    as_evidence,
     asks_for_a_day,
     dated_reply,
     first_looks,
@@ -29,7 +28,7 @@ from ...memory.answer import (
     strip_citations,
 )
 from ...memory.context import Candidate, render
-from ...records import Utterance
+from ...records import Evidence, Utterance
 
 
 @dataclass(frozen=True)
@@ -118,7 +117,7 @@ def render_lines(utterances: Sequence[Utterance], zone: tzinfo, question: str = 
     each with its speaker and its relative dates resolved (`memory/context.py`), and for a
     `question` that asks for a day, the days lines name by their date written out too."""
     named_days = asks_for_a_day(question)
-    return render([Candidate(as_evidence(u)) for u in utterances], zone, named_days=named_days)
+    return render([Candidate(Evidence.of(u)) for u in utterances], zone, named_days=named_days)
 
 
 @dataclass(frozen=True)
