@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +21,7 @@ from assistant.bench.speech_metrics import (
     diarization_error,
     normalise,
 )
-from assistant.bench.speech_scoring import turn_delays
+from assistant.bench.speech_scoring import oracle_attribution, turn_delays
 from assistant.bench.synth_conversation import Line, Pacing, Recording, SpokenTurn, build_recording
 from assistant.bench.synth_speech import ToolMissing, check_tools
 from assistant.cli import main
@@ -141,6 +142,38 @@ def test_delay_runs_from_the_end_of_a_turn_to_the_filing_of_its_last_words():
     assert delays.missed == 1  # nothing of "great thanks" was heard
     assert [d.pause_after for d in delays.turns] == [pytest.approx(1.0), pytest.approx(1.0)]
     assert delays.p50 == pytest.approx(1.375)
+
+
+def test_the_oracle_gives_each_utterance_the_nearest_voice_of_the_others():
+    said = [
+        ("Ann", "alpha beta"),
+        ("Bob", "gamma delta"),
+        ("Ann", "epsilon zeta"),
+        ("Bob", "eta theta"),
+        ("Ann", "iota kappa"),
+        ("Bob", "lambda mu"),
+        ("Cy", "nu xi"),
+    ]
+    turns = tuple(SpokenTurn(i, who, text, "en-us", 2.0 * i, 2.0 * i + 2, False) for i, (who, text) in enumerate(said))
+    recording = Recording(Path("talk.wav"), 14.0, turns, (), ())
+
+    def unit(*v: float) -> np.ndarray:
+        return np.array(v, dtype=np.float32) / np.linalg.norm(v)
+
+    voices = [
+        unit(1, 0.1, 0),
+        unit(0.1, 1, 0),
+        unit(1, 0, 0.1),
+        unit(0, 1, 0.1),
+        unit(0.2, 1, 0),  # Ann, sounding like Bob
+        None,  # too short to embed: keeps its true speaker
+        unit(0, 0, 1),  # Cy's only utterance: no other to know the voice by
+    ]
+    # The chain's own labels play no part: it heard one voice throughout.
+    pieces = [HeardPiece(t.start, t.end, "Speaker 1", t.text, t.end, v) for t, v in zip(turns, voices, strict=True)]
+    oracle = oracle_attribution(recording, pieces)
+    assert oracle is not None and (oracle.words, oracle.correct) == (14, 10)
+    assert oracle_attribution(recording, [replace(p, voice=None) for p in pieces]) is None
 
 
 # --- recordings ------------------------------------------------------------------------------
@@ -282,6 +315,9 @@ def test_the_matrix_hears_a_speaker_set_and_scores_it(tmp_path):
     (only,) = report["sets"]
     assert only["name"] == "f3/gb-f4" and only["speakers"] == 2 and only["turns"] == 6
     assert only["found"] == 2 and only["attribution"] > 0.8 and only["wer"] < 0.4
+    # Two clearly different voices: knowing everyone else's speaker, the embeddings tell them apart.
+    assert only["oracle_attribution"] > 0.8
+    assert report["summary"]["oracle_median"] == pytest.approx(only["oracle_attribution"], abs=5e-4)
     summary = report["summary"]
     assert summary["sets"] == 1 and summary["count_exact"] == 1
     assert summary["attribution_median"] == summary["attribution_worst"]

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+
+import numpy as np
 
 from ..audio.sources import open_source
 from ..config import Settings
@@ -27,6 +29,8 @@ class HeardPiece:
     speaker: str  # the store's name for the voice ("Speaker 1")
     text: str
     filed_at: float  # when it became searchable, on the recording's clock (real-time pass)
+    # The unit voice embedding the diarizer attributed it by (None: too short to embed).
+    voice: np.ndarray | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -128,6 +132,7 @@ def listen(
             final.get(f.heard.utterance.id) or names.get(f.heard.speaker_id, str(f.heard.speaker_id)),
             f.heard.utterance.text,
             f.at - origin,
+            f.piece.embedding,
         )
         for f in listener.filed
     )

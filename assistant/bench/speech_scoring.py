@@ -7,6 +7,8 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from .speech_listen import HeardPiece, ListenPass
 from .speech_metrics import (
     Attribution,
@@ -165,3 +167,47 @@ def score(
         turns=tuple(turns),
         delays=delays,
     )
+
+
+def oracle_attribution(recording: Recording, pieces: Sequence[HeardPiece]) -> Attribution | None:
+    """Attribution if who said each utterance were known for every utterance but the one labelled:
+    each utterance goes to the speaker whose other utterances' mean voice is nearest its own.
+
+    It measures the voice embeddings, not the clustering: no clustering of the same embeddings
+    can be expected to beat a nearest-voice rule that knows everyone else's speaker, so where this
+    is low the encoder is what limits attribution. An utterance's true speaker is the one who said
+    most of its recognised words; utterances with no voice embedding keep their true speaker (the
+    oracle is, if anything, flattering). None when no utterance has a voice.
+    """
+    w = _words(recording, pieces)
+    alignment = align(w.ref, w.hyp)
+    said: list[dict[str, int]] = [{} for _ in pieces]
+    for r, h in enumerate(alignment.ref_to_hyp):
+        if h is not None:
+            who = recording.turns[w.ref_turn[r]].speaker
+            piece = said[w.hyp_piece[h]]
+            piece[who] = piece.get(who, 0) + 1
+    truth = [max(counts, key=lambda k: counts[k]) if counts else None for counts in said]
+    voiced = [i for i, p in enumerate(pieces) if p.voice is not None and truth[i] is not None]
+    if not voiced:
+        return None
+    speakers = sorted({truth[i] for i in voiced if truth[i] is not None})
+    # Seconds-weighted sums of each speaker's voices, as the re-clustering weights its centroids.
+    weight = {i: max(pieces[i].end - pieces[i].start, 1e-3) for i in voiced}
+    sums = {s: sum(np.asarray(pieces[i].voice) * weight[i] for i in voiced if truth[i] == s) for s in speakers}
+    label: list[str | None] = list(truth)
+    for i in voiced:
+        own = np.asarray(pieces[i].voice) * weight[i]
+        best, best_score = truth[i], -np.inf
+        for s in speakers:
+            rest = sums[s] - own if s == truth[i] else sums[s]
+            norm = float(np.linalg.norm(rest))
+            if norm < 1e-6:  # the speaker's only utterance: nothing else to know the voice by
+                continue
+            score = float(np.dot(rest / norm, pieces[i].voice))
+            if score > best_score:
+                best, best_score = s, score
+        label[i] = best
+    hyp_speakers = [label[p] or pieces[p].speaker for p in w.hyp_piece]
+    ref_speakers = [recording.turns[t].speaker for t in w.ref_turn]
+    return attribute(ref_speakers, hyp_speakers, alignment.ref_to_hyp)

@@ -24,7 +24,8 @@ from ..errors import InputError
 from ..speech.transcribe import transcriber_from_settings
 from .host import Machine, machine
 from .speech_listen import listen
-from .speech_scoring import ConversationResult, score
+from .speech_metrics import Attribution
+from .speech_scoring import ConversationResult, oracle_attribution, score
 from .synth_conversation import Pacing, build_recording, remove_parts
 from .synth_speech import check_tools
 from .voice_matrix_sets import LABELS, SETS, SpeakerSet, set_script, spoken_lines
@@ -36,6 +37,8 @@ class SetResult:
     speakers: int  # voices in the recording
     found: int  # distinct voices among the utterances the chain filed
     result: ConversationResult
+    # What the voice embeddings allow with everyone else's speaker known (`oracle_attribution`).
+    oracle: Attribution | None
 
     @property
     def count_exact(self) -> bool:
@@ -96,5 +99,6 @@ def run_matrix(
             heard = listen(settings, transcriber, recording, root / name, start_time=0.0, realtime=False)
             result = score(speaker_set.name, recording, heard, None, None)
             found = len({p.speaker for p in heard.pieces})
-            results.append(SetResult(speaker_set, len({t.speaker for t in recording.turns}), found, result))
+            speakers = len({t.speaker for t in recording.turns})
+            results.append(SetResult(speaker_set, speakers, found, result, oracle_attribution(recording, heard.pieces)))
     return MatrixRun(str(data), settings.models.stt, turns, seed, time.perf_counter() - started, host, tuple(results))

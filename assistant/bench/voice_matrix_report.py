@@ -24,6 +24,10 @@ class MatrixSummary:
     der_median: float
     der_worst: float
     wer_median: float
+    # Attribution a nearest-voice rule reaches knowing everyone else's speaker: the encoder's share
+    # of what is left (None when no set had a voice embedding).
+    oracle_median: float | None
+    oracle_worst: float | None
     audio_seconds: float
     chain_rtf: float  # pooled: stage seconds over audio seconds, all sets
 
@@ -34,6 +38,7 @@ def summarise(run: MatrixRun) -> MatrixSummary:
     attribution = [s.result.attribution.accuracy for s in run.sets]
     der = [s.result.der.der for s in run.sets]
     wer = [s.result.errors.wer for s in run.sets]
+    oracle = [s.oracle.accuracy for s in run.sets if s.oracle is not None]
     stages = [s.result.listened.seconds for s in run.sets]
     audio = sum(st.audio for st in stages)
     chain = sum(st.chain for st in stages)
@@ -45,6 +50,8 @@ def summarise(run: MatrixRun) -> MatrixSummary:
         der_median=statistics.median(der),
         der_worst=max(der),
         wer_median=statistics.median(wer),
+        oracle_median=statistics.median(oracle) if oracle else None,
+        oracle_worst=min(oracle) if oracle else None,
         audio_seconds=audio,
         chain_rtf=chain / audio if audio else 0.0,
     )
@@ -83,6 +90,7 @@ def matrix_json(run: MatrixRun) -> dict[str, Any]:
                 "overlapped": sum(t.overlapped for t in s.result.recording.turns),
                 "wer": _r(s.result.errors.wer),
                 "attribution": _r(s.result.attribution.accuracy),
+                "oracle_attribution": _r(s.oracle.accuracy) if s.oracle is not None else None,
                 "der": _r(s.result.der.der),
                 "der_missed": _r(s.result.der.missed / s.result.der.speech if s.result.der.speech else 0.0),
                 "der_confusion": _r(s.result.der.confusion / s.result.der.speech if s.result.der.speech else 0.0),
@@ -98,21 +106,27 @@ def _chain_rtf(st: StageSeconds) -> float:
     return st.chain / st.audio if st.audio else 0.0
 
 
+def _maybe(x: float | None) -> str:
+    return f"{x:.3f}" if x is not None else "-"
+
+
 def matrix_markdown(run: MatrixRun) -> str:
     summary = summarise(run)
     rows = [
         f"Voice matrix: {summary.sets} speaker sets, {run.turns} turns each, {run.stt}, seed {run.seed}, "
         f"{summary.audio_seconds / 60:.1f} min of audio, {run.seconds / 60:.1f} min wall.",
         "",
-        "| set | what it tests | voices found | attribution | DER (collar 0.25 s) | confusion | missed | WER | RTF |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| set | what it tests | voices found | attribution | oracle | DER (collar 0.25 s) | confusion | missed | WER "
+        "| RTF |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for s in run.sets:
         d = s.result.der
         confusion, missed = (d.confusion / d.speech, d.missed / d.speech) if d.speech else (0.0, 0.0)
         rows.append(
             f"| {s.speaker_set.name} | {s.speaker_set.kind} | {s.found} of {s.speakers} | "
-            f"{s.result.attribution.accuracy:.3f} | {d.der:.3f} | {confusion:.3f} | {missed:.3f} | "
+            f"{s.result.attribution.accuracy:.3f} | {_maybe(s.oracle.accuracy if s.oracle else None)} | "
+            f"{d.der:.3f} | {confusion:.3f} | {missed:.3f} | "
             f"{s.result.errors.wer:.3f} | {_chain_rtf(s.result.listened.seconds):.3f} |"
         )
     rows += [
@@ -121,6 +135,7 @@ def matrix_markdown(run: MatrixRun) -> str:
         "|---|---|",
         f"| speaker count exact | {summary.count_exact} of {summary.sets} |",
         f"| attribution median / worst | {summary.attribution_median:.3f} / {summary.attribution_worst:.3f} |",
+        f"| oracle attribution median / worst | {_maybe(summary.oracle_median)} / {_maybe(summary.oracle_worst)} |",
         f"| DER median / worst | {summary.der_median:.3f} / {summary.der_worst:.3f} |",
         f"| WER median | {summary.wer_median:.3f} |",
         f"| chain real-time factor (pooled) | {summary.chain_rtf:.3f} |",
