@@ -66,6 +66,18 @@ def test_the_sentence_that_answers_picks_among_a_lines_dates() -> None:
         "Ana: The talk was yesterday (8 June 2023)."
     )
     assert dated_reply("9 June 2023", "When was Ana's talk?", tied) == "9 June 2023"
+    # Tied lines, one with its date in the sentence holding the question's word: that one answers.
+    told = (
+        "9 June 2023:\nAna: Hi! My school event last week (the week before 9 June 2023) went well.\n"
+        "Ana: Giving it felt great."
+    )
+    assert dated_reply("9 June 2023", "When did Ana give a talk at a school?", told) == "the week before 9 June 2023"
+    # A line does not win a tie by having a date somewhere: here the date is about something else.
+    fence = (
+        "9 June 2023:\nAna: I painted the fence! So happy.\n"
+        "Ana: The fence we built last year (2022)? We painted it too."
+    )
+    assert dated_reply("9 June 2023", "When did Ana paint the fence?", fence) == "9 June 2023"
 
 
 def test_a_reply_that_may_be_only_a_date_is_held() -> None:

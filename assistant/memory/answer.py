@@ -182,10 +182,11 @@ _DAY_LINE = re.compile(r"^(\d{1,2} [A-Z][a-z]+ \d{4}):$")
 _RESOLVED = re.compile(r"\(([^()]*\b\d{4})\)")
 
 
-def _best(items: list[tuple[int, T]]) -> T | None:
-    """The item with the strictly highest score above zero; None on a tie or when none scores."""
-    ranked = sorted(items, key=lambda x: -x[0])
-    if not ranked or ranked[0][0] <= 0 or (len(ranked) > 1 and ranked[1][0] == ranked[0][0]):
+def _best(items: list[tuple[tuple[int, int], T]]) -> T | None:
+    """The item with the strictly highest score (compared part by part) whose first part is above
+    zero; None on a tie or when none scores."""
+    ranked = sorted(items, key=lambda x: x[0], reverse=True)
+    if not ranked or ranked[0][0][0] <= 0 or (len(ranked) > 1 and ranked[1][0] == ranked[0][0]):
         return None
     return ranked[0][1]
 
@@ -214,17 +215,31 @@ def dated_reply(reply: str, question: str, notes: str) -> str:
     if not asks_for_a_day(question) or not day:
         return reply
     wanted = _content_stems(question)
-    lines: list[tuple[int, str]] = []
+
+    def dated(line: str) -> list[str]:
+        return [s for s in re.split(r"(?<=[.!?])\s+", line) if _RESOLVED.search(s)]
+
+    def shared(sentence: str) -> int:  # the question's words in a sentence, its dates left out
+        return len(wanted & _content_stems(_RESOLVED.sub("", sentence)))
+
+    lines: list[tuple[tuple[int, int], str]] = []
     under = None
     for line in notes.splitlines():
         if (m := _DAY_LINE.match(line.strip())) is not None:
             under = m.group(1).casefold()
         elif under == day and ": " in line:
-            lines.append((len(wanted & _content_stems(line.split(": ", 1)[1])), line.split(": ", 1)[1]))
+            said = line.split(": ", 1)[1]
+            words = len(wanted & _content_stems(said))
+            # Lines sharing as many of the question's words are told apart by where their date is:
+            # "When did Ana give a talk at a school?" against "My school event last week (the week
+            # before ...) went well." and "Giving it felt great.", one word each, is answered by the
+            # first, one of whose dated sentences holds every word the line shares. A line with a
+            # date in a sentence about something else does not win a tie by having a date.
+            whole = any(shared(s) == words for s in dated(said))
+            lines.append(((words, int(whole)), said))
     if (line := _best(lines)) is None:
         return reply
-    dated = [s for s in re.split(r"(?<=[.!?])\s+", line) if _RESOLVED.search(s)]
-    sentence = _best([(len(wanted & _content_stems(_RESOLVED.sub("", s))), s) for s in dated])
+    sentence = _best([((shared(s), 0), s) for s in dated(line)])
     if sentence is None or len(found := set(_RESOLVED.findall(sentence))) != 1:
         return reply
     (resolved,) = found
