@@ -126,7 +126,11 @@ def speech_json(run: SpeechRun) -> dict[str, Any]:
                 },
                 "turn_results": [asdict(x) for x in c.turns],
                 "reference": [asdict(x) for x in rec.turns],
-                "pieces": [asdict(p) for p in c.listened.pieces],
+                # The voice embedding stays out: 256 numbers a piece say nothing to a reader.
+                "pieces": [
+                    {"start": p.start, "end": p.end, "speaker": p.speaker, "text": p.text, "filed_at": p.filed_at}
+                    for p in c.listened.pieces
+                ],
             }
         )
     return {
