@@ -176,7 +176,8 @@ def second_look(question: str, notes: str, ask: Callable[[list[dict[str, str]]],
 # answerers reply with the day above the line, "6 July 2023", a week off. A reply that is nothing
 # but the date above a line is replaced by the date the line itself resolves
 # (`dates.annotate`), when that line is the one among the day's lines (and its sentence the one
-# among the line's) that shares the most words with the question.
+# among the line's) that shares the most words with the question; between lines sharing as many,
+# the one whose date sits in a sentence holding all of them.
 # A context's date line (`dates.day_heading`, as `context.render` writes it) and a date it resolves.
 _DAY_LINE = re.compile(r"^(\d{1,2} [A-Z][a-z]+ \d{4}):$")
 _RESOLVED = re.compile(r"\(([^()]*\b\d{4})\)")
