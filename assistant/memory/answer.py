@@ -183,7 +183,7 @@ _DAY_LINE = re.compile(r"^(\d{1,2} [A-Z][a-z]+ \d{4}):$")
 _RESOLVED = re.compile(r"\(([^()]*\b\d{4})\)")
 
 
-def _best(items: list[tuple[tuple[int, int], T]]) -> T | None:
+def _best(items: list[tuple[tuple[int, ...], T]]) -> T | None:
     """The item with the strictly highest score (compared part by part) whose first part is above
     zero; None on a tie or when none scores."""
     ranked = sorted(items, key=lambda x: x[0], reverse=True)
@@ -217,13 +217,11 @@ def dated_reply(reply: str, question: str, notes: str) -> str:
         return reply
     wanted = _content_stems(question)
 
-    def dated(line: str) -> list[str]:
-        return [s for s in re.split(r"(?<=[.!?])\s+", line) if _RESOLVED.search(s)]
-
     def shared(sentence: str) -> int:  # the question's words in a sentence, its dates left out
         return len(wanted & _content_stems(_RESOLVED.sub("", sentence)))
 
-    lines: list[tuple[tuple[int, int], str]] = []
+    # Per line of the day: its score, and its sentences that resolve a date.
+    lines: list[tuple[tuple[int, ...], list[str]]] = []
     under = None
     for line in notes.splitlines():
         if (m := _DAY_LINE.match(line.strip())) is not None:
@@ -236,11 +234,12 @@ def dated_reply(reply: str, question: str, notes: str) -> str:
             # before ...) went well." and "Giving it felt great.", one word each, is answered by the
             # first, one of whose dated sentences holds every word the line shares. A line with a
             # date in a sentence about something else does not win a tie by having a date.
-            whole = any(shared(s) == words for s in dated(said))
-            lines.append(((words, int(whole)), said))
-    if (line := _best(lines)) is None:
+            dated = [s for s in re.split(r"(?<=[.!?])\s+", said) if _RESOLVED.search(s)]
+            whole = any(shared(s) == words for s in dated)
+            lines.append(((words, int(whole)), dated))
+    if (chosen := _best(lines)) is None:
         return reply
-    sentence = _best([((shared(s), 0), s) for s in dated(line)])
+    sentence = _best([((shared(s),), s) for s in chosen])
     if sentence is None or len(found := set(_RESOLVED.findall(sentence))) != 1:
         return reply
     (resolved,) = found
