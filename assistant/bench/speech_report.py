@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from .speech_listen import RealTimeFactors, StageSeconds
@@ -128,8 +128,7 @@ def speech_json(run: SpeechRun) -> dict[str, Any]:
                 "reference": [asdict(x) for x in rec.turns],
                 # The voice embedding stays out: 256 numbers a piece say nothing to a reader.
                 "pieces": [
-                    {"start": p.start, "end": p.end, "speaker": p.speaker, "text": p.text, "filed_at": p.filed_at}
-                    for p in c.listened.pieces
+                    {f.name: getattr(p, f.name) for f in fields(p) if f.name != "voice"} for p in c.listened.pieces
                 ],
             }
         )
