@@ -41,31 +41,45 @@ MON_14_AUG = ("Lisbon", 2023, 8, 14, 10, 0)
 # (words said, zone and local time said, words matched, phrase, span start UTC, span end UTC)
 CASES = [
     # Single days are their date; a Lisbon day in summer runs 23:00 UTC to 23:00 UTC.
-    ("yesterday", MON_14_AUG, "yesterday", "13 August 2023", "2023-08-12T23:00", "2023-08-13T23:00"),
-    ("I went today", MON_14_AUG, "today", "14 August 2023", "2023-08-13T23:00", "2023-08-14T23:00"),
-    ("tomorrow", MON_14_AUG, "tomorrow", "15 August 2023", "2023-08-14T23:00", "2023-08-15T23:00"),
+    ("yesterday", MON_14_AUG, "yesterday", "Sunday 13 August 2023", "2023-08-12T23:00", "2023-08-13T23:00"),
+    ("I went today", MON_14_AUG, "today", "Monday 14 August 2023", "2023-08-13T23:00", "2023-08-14T23:00"),
+    ("tomorrow", MON_14_AUG, "tomorrow", "Tuesday 15 August 2023", "2023-08-14T23:00", "2023-08-15T23:00"),
     (
         "the day before yesterday",
         MON_14_AUG,
         "the day before yesterday",
-        "12 August 2023",
+        "Saturday 12 August 2023",
         "2023-08-11T23:00",
         "2023-08-12T23:00",
     ),
-    ("3 days ago", MON_14_AUG, "3 days ago", "11 August 2023", "2023-08-10T23:00", "2023-08-11T23:00"),
-    ("yesterday morning", MON_14_AUG, "yesterday morning", "13 August 2023", "2023-08-12T23:00", "2023-08-13T11:00"),
-    ("this evening", MON_14_AUG, "this evening", "14 August 2023", "2023-08-14T17:00", "2023-08-14T23:00"),
+    ("3 days ago", MON_14_AUG, "3 days ago", "Friday 11 August 2023", "2023-08-10T23:00", "2023-08-11T23:00"),
+    (
+        "yesterday morning",
+        MON_14_AUG,
+        "yesterday morning",
+        "Sunday 13 August 2023",
+        "2023-08-12T23:00",
+        "2023-08-13T11:00",
+    ),
+    ("this evening", MON_14_AUG, "this evening", "Monday 14 August 2023", "2023-08-14T17:00", "2023-08-14T23:00"),
     # A night is dated by its evening and runs 18:00 to 06:00.
-    ("last night", MON_14_AUG, "last night", "13 August 2023", "2023-08-13T17:00", "2023-08-14T05:00"),
-    ("tonight", MON_14_AUG, "tonight", "14 August 2023", "2023-08-14T17:00", "2023-08-15T05:00"),
+    ("last night", MON_14_AUG, "last night", "Sunday 13 August 2023", "2023-08-13T17:00", "2023-08-14T05:00"),
+    ("tonight", MON_14_AUG, "tonight", "Monday 14 August 2023", "2023-08-14T17:00", "2023-08-15T05:00"),
     # Said at 01:30 WEST (00:30 UTC), "tonight" is the night already under way.
-    ("tonight", ("Lisbon", 2023, 8, 14, 1, 30), "tonight", "13 August 2023", "2023-08-13T17:00", "2023-08-14T05:00"),
+    (
+        "tonight",
+        ("Lisbon", 2023, 8, 14, 1, 30),
+        "tonight",
+        "Sunday 13 August 2023",
+        "2023-08-13T17:00",
+        "2023-08-14T05:00",
+    ),
     # Weekdays: last/next anchored to the day said; "this" is the coming one, dated.
     (
         "I ran a race last Friday",
         MON_14_AUG,
         "last Friday",
-        "the Friday before 14 August 2023",
+        "Friday 11 August 2023",
         "2023-08-10T23:00",
         "2023-08-11T23:00",
     ),
@@ -73,7 +87,7 @@ CASES = [
         "next Friday",
         MON_14_AUG,
         "next Friday",
-        "the Friday after 14 August 2023",
+        "Friday 18 August 2023",
         "2023-08-17T23:00",
         "2023-08-18T23:00",
     ),
@@ -81,7 +95,7 @@ CASES = [
         "next Friday",
         ("Lisbon", 2023, 8, 18, 10, 0),
         "next Friday",
-        "the Friday after 18 August 2023",
+        "Friday 25 August 2023",
         "2023-08-24T23:00",
         "2023-08-25T23:00",
     ),
@@ -89,17 +103,17 @@ CASES = [
         "last Friday",
         ("Lisbon", 2023, 8, 18, 10, 0),
         "last Friday",
-        "the Friday before 18 August 2023",
+        "Friday 11 August 2023",
         "2023-08-10T23:00",
         "2023-08-11T23:00",
     ),
-    ("this Friday works", MON_14_AUG, "this Friday", "18 August 2023", "2023-08-17T23:00", "2023-08-18T23:00"),
+    ("this Friday works", MON_14_AUG, "this Friday", "Friday 18 August 2023", "2023-08-17T23:00", "2023-08-18T23:00"),
     # Weekdays written short, and "this past" for "last".
     (
-        "Last Fri I took my kids to a pottery workshop",
+        "Last Fri I took my nephews to a climbing wall",
         MON_14_AUG,
         "Last Fri",
-        "the Friday before 14 August 2023",
+        "Friday 11 August 2023",
         "2023-08-10T23:00",
         "2023-08-11T23:00",
     ),
@@ -107,7 +121,7 @@ CASES = [
         "I joined a new group last Tues.",
         MON_14_AUG,
         "last Tues",
-        "the Tuesday before 14 August 2023",
+        "Tuesday 8 August 2023",
         "2023-08-07T23:00",
         "2023-08-08T23:00",
     ),
@@ -115,7 +129,7 @@ CASES = [
         "see you next thurs",
         MON_14_AUG,
         "next thurs",
-        "the Thursday after 14 August 2023",
+        "Thursday 17 August 2023",
         "2023-08-16T23:00",
         "2023-08-17T23:00",
     ),
@@ -123,7 +137,7 @@ CASES = [
         "This past Friday I ran",
         MON_14_AUG,
         "This past Friday",
-        "the Friday before 14 August 2023",
+        "Friday 11 August 2023",
         "2023-08-10T23:00",
         "2023-08-11T23:00",
     ),
@@ -131,7 +145,7 @@ CASES = [
         "We hiked this past weekend",
         MON_14_AUG,
         "this past weekend",
-        "the weekend before 14 August 2023",
+        "the weekend of Saturday 12 August 2023",
         "2023-08-11T23:00",
         "2023-08-13T23:00",
     ),
@@ -139,7 +153,7 @@ CASES = [
         "last Friday night",
         MON_14_AUG,
         "last Friday night",
-        "the Friday before 14 August 2023",
+        "Friday 11 August 2023",
         "2023-08-11T17:00",
         "2023-08-12T05:00",
     ),
@@ -148,7 +162,7 @@ CASES = [
         "this weekend",
         MON_14_AUG,
         "this weekend",
-        "the weekend of 19 August 2023",
+        "the weekend of Saturday 19 August 2023",
         "2023-08-18T23:00",
         "2023-08-20T23:00",
     ),
@@ -156,7 +170,7 @@ CASES = [
         "this weekend",
         ("Lisbon", 2023, 8, 20, 10, 0),
         "this weekend",
-        "the weekend of 19 August 2023",
+        "the weekend of Saturday 19 August 2023",
         "2023-08-18T23:00",
         "2023-08-20T23:00",
     ),
@@ -164,7 +178,7 @@ CASES = [
         "last weekend",
         MON_14_AUG,
         "last weekend",
-        "the weekend before 14 August 2023",
+        "the weekend of Saturday 12 August 2023",
         "2023-08-11T23:00",
         "2023-08-13T23:00",
     ),
@@ -172,7 +186,7 @@ CASES = [
         "last weekend",
         ("Lisbon", 2023, 8, 20, 10, 0),
         "last weekend",
-        "the weekend before 20 August 2023",
+        "the weekend of Saturday 12 August 2023",
         "2023-08-11T23:00",
         "2023-08-13T23:00",
     ),
@@ -180,7 +194,7 @@ CASES = [
         "next weekend",
         ("Lisbon", 2023, 8, 19, 10, 0),
         "next weekend",
-        "the weekend after 19 August 2023",
+        "the weekend of Saturday 26 August 2023",
         "2023-08-25T23:00",
         "2023-08-27T23:00",
     ),
@@ -188,7 +202,7 @@ CASES = [
         "the weekend before last",
         MON_14_AUG,
         "the weekend before last",
-        "two weekends before 14 August 2023",
+        "the weekend of Saturday 5 August 2023",
         "2023-08-04T23:00",
         "2023-08-06T23:00",
     ),
@@ -197,16 +211,16 @@ CASES = [
         "Last week was busy",
         MON_14_AUG,
         "Last week",
-        "the week before 14 August 2023",
+        "the week of Monday 7 August 2023",
         "2023-08-06T23:00",
         "2023-08-13T23:00",
     ),
-    ("next week", MON_14_AUG, "next week", "the week after 14 August 2023", "2023-08-20T23:00", "2023-08-27T23:00"),
+    ("next week", MON_14_AUG, "next week", "the week of Monday 21 August 2023", "2023-08-20T23:00", "2023-08-27T23:00"),
     (
         "this week's episode",
         ("Lisbon", 2023, 8, 16, 10, 0),
         "this week",
-        "the week of 14 August 2023",
+        "the week of Monday 14 August 2023",
         "2023-08-13T23:00",
         "2023-08-20T23:00",
     ),
@@ -214,7 +228,7 @@ CASES = [
         "two weeks ago",
         MON_14_AUG,
         "two weeks ago",
-        "two weeks before 14 August 2023",
+        "the week of Monday 31 July 2023",
         "2023-07-30T23:00",
         "2023-08-06T23:00",
     ),
@@ -222,7 +236,7 @@ CASES = [
         "the week before last",
         MON_14_AUG,
         "the week before last",
-        "two weeks before 14 August 2023",
+        "the week of Monday 31 July 2023",
         "2023-07-30T23:00",
         "2023-08-06T23:00",
     ),
@@ -230,17 +244,24 @@ CASES = [
         "I saw her the week before.",
         MON_14_AUG,
         "the week before",
-        "the week before 14 August 2023",
+        "the week of Monday 7 August 2023",
         "2023-08-06T23:00",
         "2023-08-13T23:00",
     ),
-    ("a week ago", MON_14_AUG, "a week ago", "a week before 14 August 2023", "2023-08-06T23:00", "2023-08-13T23:00"),
+    (
+        "a week ago",
+        MON_14_AUG,
+        "a week ago",
+        "the week of Monday 7 August 2023",
+        "2023-08-06T23:00",
+        "2023-08-13T23:00",
+    ),
     # Vague counts stay vague: a few days = two to six days back.
     (
         "a few days ago",
         MON_14_AUG,
         "a few days ago",
-        "a few days before 14 August 2023",
+        "a few days before Monday 14 August 2023",
         "2023-08-07T23:00",
         "2023-08-12T23:00",
     ),
@@ -248,7 +269,7 @@ CASES = [
         "a couple of weeks ago",
         MON_14_AUG,
         "a couple of weeks ago",
-        "a couple of weeks before 14 August 2023",
+        "a couple of weeks before Monday 14 August 2023",
         "2023-07-23T23:00",
         "2023-08-13T23:00",
     ),
@@ -275,7 +296,7 @@ CASES = [
         "yesterday",
         ("New_York", 2023, 3, 13, 0, 30),
         "yesterday",
-        "12 March 2023",
+        "Sunday 12 March 2023",
         "2023-03-12T05:00",
         "2023-03-13T04:00",
     ),
@@ -283,7 +304,7 @@ CASES = [
         "last Sunday",
         ("New_York", 2023, 3, 13, 0, 30),
         "last Sunday",
-        "the Sunday before 13 March 2023",
+        "Sunday 12 March 2023",
         "2023-03-12T05:00",
         "2023-03-13T04:00",
     ),
@@ -292,7 +313,7 @@ CASES = [
         "yesterday",
         ("Lisbon", 2023, 10, 30, 9, 0),
         "yesterday",
-        "29 October 2023",
+        "Sunday 29 October 2023",
         "2023-10-28T23:00",
         "2023-10-30T00:00",
     ),
@@ -301,7 +322,7 @@ CASES = [
         "last week",
         ("Lisbon", 2023, 3, 29, 12, 0),
         "last week",
-        "the week before 29 March 2023",
+        "the week of Monday 20 March 2023",
         "2023-03-20T00:00",
         "2023-03-26T23:00",
     ),
@@ -310,7 +331,7 @@ CASES = [
         "last night",
         ("Lisbon", 2023, 3, 26, 8, 0),
         "last night",
-        "25 March 2023",
+        "Saturday 25 March 2023",
         "2023-03-25T18:00",
         "2023-03-26T05:00",
     ),
@@ -319,7 +340,7 @@ CASES = [
         "last weekend",
         ("New_York", 2023, 11, 6, 9, 0),
         "last weekend",
-        "the weekend before 6 November 2023",
+        "the weekend of Saturday 4 November 2023",
         "2023-11-04T04:00",
         "2023-11-06T05:00",
     ),
@@ -329,7 +350,7 @@ CASES = [
         "yesterday",
         ("New_York", 2023, 8, 13, 21, 0),
         "yesterday",
-        "12 August 2023",
+        "Saturday 12 August 2023",
         "2023-08-12T04:00",
         "2023-08-13T04:00",
     ),
@@ -338,7 +359,7 @@ CASES = [
         "yesterday",
         ("Lisbon", 2023, 8, 14, 0, 30),
         "yesterday",
-        "13 August 2023",
+        "Sunday 13 August 2023",
         "2023-08-12T23:00",
         "2023-08-13T23:00",
     ),
@@ -391,7 +412,7 @@ def test_words_that_are_not_dates(text: str) -> None:
 def test_annotate_writes_the_phrase_beside_the_words() -> None:
     said = local(*MON_14_AUG)
     text = "I went last Friday, and again yesterday."
-    expected = "I went last Friday (the Friday before 14 August 2023), and again yesterday (13 August 2023)."
+    expected = "I went last Friday (Friday 11 August 2023), and again yesterday (Sunday 13 August 2023)."
     assert annotate(text, said, LISBON) == expected
     # Annotating twice adds nothing: a line may pass through more than one context builder.
     assert annotate(expected, said, LISBON) == expected
@@ -401,11 +422,10 @@ def test_annotate_writes_the_phrase_beside_the_words() -> None:
     ("text", "expected"),
     [
         # Said on Monday 14 August 2023: a date without its year is the occurrence nearest then.
-        ("We fly out on the fourteenth of May.", "We fly out on the fourteenth of May (14 May 2023)."),
-        ("Back on the 3rd of February", "Back on the 3rd of February (3 February 2024)"),
-        ("The fair is on December 2nd", "The fair is on December 2nd (2 December 2023)"),
-        ("It opened May 5, 2021 downtown", "It opened May 5, 2021 (5 May 2021) downtown"),
-        ("I moved on 20 july", "I moved on 20 july (20 July 2023)"),
+        ("We fly out on the fourteenth of May.", "We fly out on the fourteenth of May (Sunday 14 May 2023)."),
+        ("Back on the 3rd of February", "Back on the 3rd of February (Saturday 3 February 2024)"),
+        ("The fair is on December 2nd", "The fair is on December 2nd (Saturday 2 December 2023)"),
+        ("I moved on 20 july", "I moved on 20 july (Thursday 20 July 2023)"),
         # Written out already, it is left as it is.
         ("It was on 14 May 2023.", "It was on 14 May 2023."),
         # Not a day: a word ordinal without "of", a month that is a verb, no month, no such day,
@@ -416,39 +436,37 @@ def test_annotate_writes_the_phrase_beside_the_words() -> None:
         # ...but after a day named with its month, a bare day takes that month.
         (
             "We fly out on the fourteenth of May and come back on the nineteenth.",
-            "We fly out on the fourteenth of May (14 May 2023) and come back on the nineteenth (19 May 2023).",
+            "We fly out on the fourteenth of May (Sunday 14 May 2023) and come back on the nineteenth (Friday 19 May 2023).",
         ),
         (
             "On May 3rd I left, the second time I was the first.",
-            "On May 3rd (3 May 2023) I left, the second time I was the first.",
+            "On May 3rd (Wednesday 3 May 2023) I left, the second time I was the first.",
         ),
         # Said in August, "the third of February" is next February's, and so is the day after it.
         (
             "From the 3rd of February to the fifth, I'm away.",
-            "From the 3rd of February (3 February 2024) to the fifth (5 February 2024), I'm away.",
+            "From the 3rd of February (Saturday 3 February 2024) to the fifth (Monday 5 February 2024), I'm away.",
         ),
         ("the 31st of April", "the 31st of April"),
         ("She was born on the 3rd of June.", "She was born on the 3rd of June."),
         # A relative and a named day in one line.
         (
             "Last Friday we set the twenty-first of December.",
-            "Last Friday (the Friday before 14 August 2023) we set the twenty-first of December (21 December 2023).",
+            "Last Friday (Friday 11 August 2023) we set the twenty-first of December (Thursday 21 December 2023).",
         ),
     ],
 )
 def test_annotate_writes_the_date_a_named_day_means(text: str, expected: str) -> None:
     said = local(*MON_14_AUG)
-    assert annotate(text, said, LISBON, named_days=True) == expected
-    assert annotate(expected, said, LISBON, named_days=True) == expected
+    assert annotate(text, said, LISBON) == expected
+    assert annotate(expected, said, LISBON) == expected
 
 
-def test_named_days_are_written_out_only_when_asked() -> None:
-    # Other questions see only relative dates resolved: named days written out above a line cost
-    # them (BENCHMARKS.md, "Answering when").
+def test_a_date_with_its_year_is_left_as_written() -> None:
+    # Already a calendar date: nothing to add, whatever the order of its parts.
     said = local(*MON_14_AUG)
-    text = "Last Friday we set the twenty-first of December."
-    plain = "Last Friday (the Friday before 14 August 2023) we set the twenty-first of December."
-    assert annotate(text, said, LISBON) == plain
+    for text in ("It opened May 5, 2021 downtown", "It was on 14 May 2023.", "the 5th of May 2021"):
+        assert annotate(text, said, LISBON) == text
 
 
 @pytest.mark.parametrize(
@@ -457,15 +475,15 @@ def test_named_days_are_written_out_only_when_asked() -> None:
         # Said on Monday 14 August 2023: a weekday alone in a plan is the first one after that day.
         (
             "Then we will book a table for Friday evening at seven.",
-            "Then we will book a table for Friday evening (18 August 2023) at seven.",
+            "Then we will book a table for Friday evening (Friday 18 August 2023) at seven.",
         ),
-        ("I'll send the slides by Thursday.", "I'll send the slides by Thursday (17 August 2023)."),
+        ("I'll send the slides by Thursday.", "I'll send the slides by Thursday (Thursday 17 August 2023)."),
         # Said on a Monday, "Monday" in a plan is a week on, as a deadline's is (`deadlines.due_date`).
-        ("We are going to meet on Monday.", "We are going to meet on Monday (21 August 2023)."),
+        ("We are going to meet on Monday.", "We are going to meet on Monday (Monday 21 August 2023)."),
         # Only the sentence about the future.
         (
             "I saw her on Friday. We'll meet again on Tuesday.",
-            "I saw her on Friday. We'll meet again on Tuesday (15 August 2023).",
+            "I saw her on Friday. We'll meet again on Tuesday (Tuesday 15 August 2023).",
         ),
         # Not one day: said of the past or in no tense, a habit, several days, a day's something,
         # and the relative weekdays `find_expressions` has already written out.
@@ -476,7 +494,7 @@ def test_named_days_are_written_out_only_when_asked() -> None:
         ("I will watch Friday's match.", "I will watch Friday's match."),
         (
             "We will go next Friday.",
-            "We will go next Friday (the Friday after 14 August 2023).",
+            "We will go next Friday (Friday 18 August 2023).",
         ),
     ],
 )
@@ -488,20 +506,20 @@ def test_annotate_writes_the_date_a_planned_weekday_means(text: str, expected: s
 
 def test_a_planned_evening_spans_the_evening() -> None:
     (friday,) = find_planned_days("We will eat out on Friday evening.", local(*MON_14_AUG), LISBON)
-    assert (friday.words, friday.phrase) == ("Friday evening", "18 August 2023")
+    assert (friday.words, friday.phrase) == ("Friday evening", "Friday 18 August 2023")
     assert (friday.since, friday.until) == (local("Lisbon", 2023, 8, 18, 18, 0), local("Lisbon", 2023, 8, 19, 0, 0))
 
 
 def test_annotate_without_a_zone_is_utc() -> None:
     # 23:30 UTC on Sunday 13 August is already Monday in Lisbon.
     said = utc("2023-08-13T23:30")
-    assert annotate("yesterday", said) == "yesterday (12 August 2023)"
-    assert annotate("yesterday", said, LISBON) == "yesterday (13 August 2023)"
+    assert annotate("yesterday", said) == "yesterday (Saturday 12 August 2023)"
+    assert annotate("yesterday", said, LISBON) == "yesterday (Sunday 13 August 2023)"
 
 
 def test_day_heading_is_the_local_date() -> None:
-    assert day_heading(utc("2023-08-13T23:30"), LISBON) == "14 August 2023"
-    assert day_heading(utc("2023-08-13T23:30"), NEW_YORK) == "13 August 2023"
+    assert day_heading(utc("2023-08-13T23:30"), LISBON) == "Monday 14 August 2023"
+    assert day_heading(utc("2023-08-13T23:30"), NEW_YORK) == "Sunday 13 August 2023"
 
 
 # --- question windows ------------------------------------------------------------------------
@@ -517,7 +535,7 @@ WEDNESDAY = local("Lisbon", 2023, 8, 16, 15, 0)
         ("What did Sam say last week?", NOW, LISBON, "2023-08-06T23:00", "2023-08-13T23:00"),
         ("What did Sam say yesterday?", NOW, LISBON, "2023-08-12T23:00", "2023-08-13T23:00"),
         ("What did we talk about this morning?", NOW, LISBON, "2023-08-13T23:00", "2023-08-14T11:00"),
-        ("What did Caroline say last Friday?", NOW, LISBON, "2023-08-10T23:00", "2023-08-11T23:00"),
+        ("What did Ingrid say last Friday?", NOW, LISBON, "2023-08-10T23:00", "2023-08-11T23:00"),
         ("what did Sam tell me two days ago", NOW, LISBON, "2023-08-11T23:00", "2023-08-12T23:00"),
         ("What was said since Monday?", WEDNESDAY, LISBON, "2023-08-13T23:00", "2023-08-16T14:00"),
         ("What has Sam said since last week?", WEDNESDAY, LISBON, "2023-08-06T23:00", "2023-08-16T14:00"),
@@ -549,10 +567,10 @@ def test_question_windows(question: str, now: float, zone: ZoneInfo, since: str,
 @pytest.mark.parametrize(
     "question",
     [
-        "When did Caroline go to the LGBTQ support group?",
-        "When did Caroline go to the support group last week?",
+        "When did Ingrid go to the choir rehearsal?",
+        "When did Ingrid go to the rehearsal last week?",
         "How long ago did Sam move, last year?",
-        "What year did Melanie paint the lake?",
+        "What year did Tomás plant the olive tree?",
         "What did Sam say about the trip?",
         "What did Sam say about next week's trip?",
         "What will happen next month?",

@@ -28,8 +28,8 @@ from assistant.records import Triplet, Utterance
 
 PRONOUNS = {"i", "me", "my", "we", "us", "our", "you", "your", "it", "this", "that", "they", "them", "he", "she"}
 
-CAROLINE = Utterance("Caroline", "I went to a LGBTQ support group yesterday and it was so powerful.", 0.0, 1)
-MELANIE = Utterance("Melanie", "My daughter painted a sunset at the lake last week.", 0.0, 2)
+INGRID = Utterance("Ingrid", "I went to a choir rehearsal yesterday and it was so uplifting.", 0.0, 1)
+TOMAS = Utterance("Tomás", "My son built a kite at the beach last week.", 0.0, 2)
 
 
 @pytest.fixture(scope="session")
@@ -52,26 +52,26 @@ def spo(triplets: list[Triplet]) -> list[tuple[str, str, str]]:
 
 
 def test_first_person_becomes_the_speaker_and_noun_chunks_stay_whole(spacy_ex: SpacyTripletExtractor) -> None:
-    got = spacy_ex.extract([CAROLINE, MELANIE])
+    got = spacy_ex.extract([INGRID, TOMAS])
     facts = spo(got)
-    assert ("Caroline", "went to", "a LGBTQ support group") in facts
-    assert ("Melanie's daughter", "painted", "a sunset") in facts
-    assert ("Melanie's daughter", "painted at", "the lake") in facts
+    assert ("Ingrid", "went to", "a choir rehearsal") in facts
+    assert ("Tomás's son", "built", "a kite") in facts
+    assert ("Tomás's son", "built at", "the beach") in facts
     # The date is kept with the act it dates, so "when did ..." finds it.
-    assert ("Melanie's daughter", "painted a sunset", "last week") in facts
+    assert ("Tomás's son", "built a kite", "last week") in facts
     assert not any(p.lower() in {"i", "my", "me"} for t in got for p in (t.subject, t.object))
     ids = {t.utterance_id for t in got}
     assert ids == {1, 2}
     for t in got:
-        source = CAROLINE if t.utterance_id == 1 else MELANIE
+        source = INGRID if t.utterance_id == 1 else TOMAS
         assert t.subject.startswith(source.speaker) or t.subject in source.text
 
 
 def test_no_pronoun_only_or_empty_subject_triplets(spacy_ex: SpacyTripletExtractor) -> None:
     lines = [
-        CAROLINE,
-        Utterance("Melanie", "Wow, that's cool! It was great. I love it. They did that.", 0.0, 3),
-        Utterance("Caroline", "Is this your own painting? Did you hear any inspiring stories?", 0.0, 4),
+        INGRID,
+        Utterance("Tomás", "Wow, that's cool! It was great. I love it. They did that.", 0.0, 3),
+        Utterance("Ingrid", "Is this your own kite? Did you hear any good songs?", 0.0, 4),
     ]
     got = spacy_ex.extract(lines)
     for t in got:
@@ -83,32 +83,32 @@ def test_no_pronoun_only_or_empty_subject_triplets(spacy_ex: SpacyTripletExtract
 
 
 def test_named_entities_no_triplet_covers_are_mentioned(spacy_ex: SpacyTripletExtractor) -> None:
-    got = spacy_ex.extract([Utterance("Caroline", "Wow, Paris in June! Thanks, Mel!", 0.0, 7)])
+    got = spacy_ex.extract([Utterance("Ingrid", "Wow, Paris in June! Thanks, Tom!", 0.0, 7)])
     facts = spo(got)
-    assert ("Caroline", "mentioned", "Paris") in facts
-    assert ("Caroline", "mentioned", "June") in facts
+    assert ("Ingrid", "mentioned", "Paris") in facts
+    assert ("Ingrid", "mentioned", "June") in facts
     assert all(t.utterance_id == 7 for t in got)
-    # "Mel" is the other speaker's nickname said to her, not a fact, once she is in the block.
-    with_mel = spacy_ex.extract([Utterance("Melanie", "Hi!", 0.0, 6), Utterance("Caroline", "Thanks, Mel!", 0.0, 7)])
-    assert ("Caroline", "mentioned", "Mel") not in spo(with_mel)
+    # "Tom" is the other speaker's nickname said to her, not a fact, once she is in the block.
+    with_mel = spacy_ex.extract([Utterance("Tomás", "Hi!", 0.0, 6), Utterance("Ingrid", "Thanks, Tom!", 0.0, 7)])
+    assert ("Ingrid", "mentioned", "Tom") not in spo(with_mel)
 
 
 def test_informative_triplets_come_first(spacy_ex: SpacyTripletExtractor) -> None:
-    got = spo(spacy_ex.extract([Utterance("Caroline", "I was so happy. I visited the Louvre in Paris.", 0.0, 1)]))
-    assert got.index(("Caroline", "visited", "the Louvre in Paris")) < got.index(("Caroline", "was", "so happy"))
+    got = spo(spacy_ex.extract([Utterance("Ingrid", "I was so happy. I visited the Louvre in Paris.", 0.0, 1)]))
+    assert got.index(("Ingrid", "visited", "the Louvre in Paris")) < got.index(("Ingrid", "was", "so happy"))
 
 
 def test_second_person_is_the_other_speaker_only_in_a_pair(spacy_ex: SpacyTripletExtractor) -> None:
-    said = Utterance("Melanie", "You'd be a great counselor!", 0.0, 5)
-    pair = spo(spacy_ex.extract([Utterance("Caroline", "Hi.", 0.0, 4), said]))
-    assert ("Caroline", "would be", "a great counselor") in pair
-    three = [Utterance("Caroline", "Hi.", 0.0, 3), Utterance("Jon", "Hi.", 0.0, 4), said]
+    said = Utterance("Tomás", "You'd be a great counselor!", 0.0, 5)
+    pair = spo(spacy_ex.extract([Utterance("Ingrid", "Hi.", 0.0, 4), said]))
+    assert ("Ingrid", "would be", "a great counselor") in pair
+    three = [Utterance("Ingrid", "Hi.", 0.0, 3), Utterance("Jon", "Hi.", 0.0, 4), said]
     assert ("You", "would be", "a great counselor") in spo(spacy_ex.extract(three))
 
 
 def test_plural_first_person(spacy_ex: SpacyTripletExtractor) -> None:
-    got = spo(spacy_ex.extract([Utterance("Melanie", "We adopted a puppy named Max.", 0.0, 1)]))
-    assert ("Melanie and others", "adopted", "a puppy named Max") in got
+    got = spo(spacy_ex.extract([Utterance("Tomás", "We adopted a puppy named Max.", 0.0, 1)]))
+    assert ("Tomás and others", "adopted", "a puppy named Max") in got
 
 
 def test_empty_and_whitespace_text_give_nothing(spacy_ex: SpacyTripletExtractor) -> None:
@@ -184,9 +184,9 @@ def from_text(part: str, u: Utterance, speakers: set[str]) -> bool:
 def test_gliner_spans_and_triplets_come_from_the_text(gliner_dir: Path) -> None:
     ex = GlinerTripletExtractor(gliner_dir, LABELS, threshold=0.0)
     lines = [
-        CAROLINE,
-        MELANIE,
-        Utterance("Caroline", "Emma moved to Boston in May. We met at the museum.", 0.0, 3),
+        INGRID,
+        TOMAS,
+        Utterance("Ingrid", "Emma moved to Boston in May. We met at the museum.", 0.0, 3),
     ]
     for u, spans in zip(lines, ex.predict([u.text for u in lines]), strict=True):
         assert spans, "threshold 0 must return spans"
@@ -214,7 +214,7 @@ def test_gliner_through_make_extractor(gliner_dir: Path, spacy_dir: Path) -> Non
     # The configured labels and threshold reach the model: what it extracts is what the
     # extractor built directly with them extracts, and a higher threshold keeps fewer spans.
     direct = GlinerTripletExtractor(gliner_dir, LABELS, threshold=0.0)
-    lines = [CAROLINE, MELANIE]
+    lines = [INGRID, TOMAS]
     assert (a.labels, a.threshold, b.threshold) == (LABELS, 0.0, 0.99)
     assert a.extract(lines) == direct.extract(lines) != []
     spans = [len(s) for s in a.predict([u.text for u in lines])]

@@ -41,21 +41,7 @@ from ..records import (
 )
 from ..store.store import Store
 from . import archive, digest, forget, speakers
-from .answer import (
-    DONT_KNOW,
-    Prompt,
-    asks_for_a_day,
-    build_prompt,
-    cited_evidence,
-    dated_reply,
-    first_looks,
-    is_bare_unknown,
-    may_be_replaced,
-    says_nothing,
-    says_unknown,
-    second_look,
-    strip_citations,
-)
+from .answer import DONT_KNOW, Prompt, Reply, build_prompt, cited_evidence, respond
 from .budget import enforce_budget
 from .commitments import Judge, LLMJudge, Verdict
 from .context import Candidate, adds_words, build_context
@@ -63,6 +49,7 @@ from .distill import Distiller
 from .engine import ProStream, StepReport
 from .question import QuestionReading, read_question
 from .recall import recall
+from .relevance import relevance, word_weights
 
 
 @dataclass(frozen=True)
@@ -80,10 +67,6 @@ class PreparedQuestion:
     retrieval: Retrieval
     prompt: Prompt | None
     retrieval_ms: float
-    # The question framed around its strongest lines alone, for a second look at a bare "not
-    # mentioned" (`answer.second_look_lines`); None when that is off. Framed here, with the
-    # rest, so that answering counts no tokens.
-    second_look: Prompt | None = None
 
 
 @dataclass(frozen=True)
@@ -686,14 +669,10 @@ class Memory:
             q, self.recall_filter(since=since, until=until, speaker=speaker), use=False, now=now
         )
         opts = self.settings.memory.answer
-        # Nothing to say: no line at all, or none that shares a word with the question or comes close
-        # in meaning. The model would only guess. A question that names someone the memory has heard
-        # is about what it holds, however its words fall ("What is Sam's relationship status?"
-        # against "It'll be tough as a single parent"): that person's lines are asked, and the model
-        # may still say "not mentioned".
-        if not retrieval.lines or (
-            retrieval.relevance < opts.min_relevance and not retrieval.matched_words and not retrieval.names
-        ):
+        # Nothing to say: no recalled line comes near the question, in its words or in meaning
+        # (`relevance`). The model would only guess; below the threshold the answer is "not
+        # mentioned" without asking it. Above it the model may still decline, and that stands.
+        if self._relevance(retrieval, topic) < opts.min_relevance:
             return PreparedQuestion(retrieval, None, (_time.perf_counter() - t0) * 1000)
         context = build_context(
             self._candidates(retrieval),
@@ -706,23 +685,22 @@ class Memory:
             # Sentences are weighed against the topic recall used: without the speakers' names, which
             # would favour the greetings that name them ("Thanks, Sam!").
             closeness=lambda sentences: [float(s) for s in self._embedder.encode(sentences) @ topic],
-            named_days=asks_for_a_day(retrieval.question),
         )
         if use:
             self._mark_used(list(context.sources))
-        prompt, second = build_prompt(retrieval.question, context), self._strongest(retrieval, context.named_days)
-        return PreparedQuestion(retrieval, prompt, (_time.perf_counter() - t0) * 1000, second)
-
-    def _strongest(self, retrieval: Retrieval, named_days: bool) -> Prompt | None:
-        """The question framed around its strongest recalled lines alone (`answer.second_look_lines`)."""
-        opts = self.settings.memory.answer
-        if not opts.second_look_lines:
-            return None
-        strongest = [Candidate(r.evidence) for r in retrieval.lines[: opts.second_look_lines]]
-        context = build_context(
-            strongest, self.tokenizer, opts.context_tokens, self.settings.zone, named_days=named_days
+        return PreparedQuestion(
+            retrieval, build_prompt(retrieval.question, context), (_time.perf_counter() - t0) * 1000
         )
-        return build_prompt(retrieval.question, context)
+
+    def _relevance(self, retrieval: Retrieval, topic: np.ndarray) -> float:
+        """The relevance of the recalled line nearest the question (`memory.relevance`); 0 with none."""
+        if not retrieval.lines:
+            return 0.0
+        vectors = self.store.utterance_vectors([r.evidence.utterance_id for r in retrieval.lines])
+        weights = word_weights(retrieval.terms, *self.store.line_frequencies(retrieval.terms))
+        return max(
+            relevance(r.evidence.text, vectors.get(r.evidence.utterance_id), topic, weights) for r in retrieval.lines
+        )
 
     def answer_stream(self, prepared: PreparedQuestion) -> Iterator[str | Answer]:
         """Yield the answer's text as it is generated, then the finished `Answer`. Touches no table."""
@@ -732,47 +710,22 @@ class Memory:
             yield Answer(DONT_KNOW, (), False, 0, prepared.retrieval_ms, 0.0, retrieval, filter=retrieval.filter)
             return
         t1 = _time.perf_counter()
-        opts, llm = self.settings.memory.answer, self.llm
-        max_tokens = opts.max_tokens
-        for cited_from in first_looks(
-            retrieval.question, prompt, prepared.second_look, strongest_first=opts.strongest_first
-        ):
-            pieces: list[str] = []
-            # Held back while what comes next may replace it (`may_be_replaced`).
-            held = True
-            for piece in llm.stream(cited_from.messages, max_tokens=max_tokens):
-                pieces.append(piece)
-                if not held:
-                    yield piece
-                elif not may_be_replaced(so_far := "".join(pieces), retrieval.question):
-                    held = False
-                    yield so_far
-            raw = "".join(pieces).strip()
-            if not held or (raw and not is_bare_unknown(raw)):
-                break
-        if held and says_nothing(raw, retrieval.question) and (second := prepared.second_look) is not None:
-            reply = second_look(retrieval.question, second.notes, lambda m: llm.chat(m, max_tokens=max_tokens))
-            if reply is not None:
-                raw, cited_from = reply, second
-        if held:
-            raw = dated_reply(raw, retrieval.question, cited_from.notes)
-        if held and raw:
-            yield raw
-        # A reply that is only citations says nothing; treat it like any other non-answer.
-        text = strip_citations(raw) or DONT_KNOW
-        knows = not says_unknown(text)
-        evidence = cited_evidence(raw, cited_from, self.settings.zone) if knows else ()
-        yield Answer(
-            text,
-            evidence,
-            knows,
-            prompt.context_tokens,
-            prepared.retrieval_ms,
-            (_time.perf_counter() - t1) * 1000,
-            retrieval,
-            prompt.sources,
-            retrieval.filter,
-        )
+        for item in respond(self.llm, prompt.messages, self.settings.memory.answer.max_tokens):
+            if not isinstance(item, Reply):
+                yield item
+                continue
+            evidence = cited_evidence(item.text, prompt, self.settings.zone) if item.knows else ()
+            yield Answer(
+                item.text,
+                evidence,
+                item.knows,
+                prompt.context_tokens,
+                prepared.retrieval_ms,
+                (_time.perf_counter() - t1) * 1000,
+                retrieval,
+                prompt.sources,
+                retrieval.filter,
+            )
 
     def ask_stream(self, question: str, **recall: Any) -> Iterator[str | Answer]:
         """Yield the answer's text as it is generated, then the finished `Answer`.

@@ -15,17 +15,14 @@ always the least relevant line, never the best evidence.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
-from functools import lru_cache
 
 from ..llm import Tokenizer
 from ..records import Evidence
 from .dates import annotate, day_heading
-
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+from .words import sentences, stems, words
 
 
 @dataclass(frozen=True)
@@ -34,7 +31,6 @@ class Context:
     # The lines shown, in time order.
     sources: tuple[Evidence, ...]
     tokens: int
-    named_days: bool = False  # whether days the lines name by their date are written out (`dates.annotate`)
 
 
 @dataclass(frozen=True)
@@ -53,30 +49,11 @@ class Candidate:
         return self.shown if self.shown is not None else self.evidence.text
 
 
-# Sentence ends, and the caption of a shared photo (a sentence of its own).
-_SEGMENTS = re.compile(r"\[[^\]]*\]|[^.!?\[]+(?:[.!?]+|$)")
-
 # About what a quoted line costs beyond its words: the speaker's name, a colon, a line break.
 _SPEAKER_TOKENS = 4
 
 # Scores sentences by closeness in meaning to the question (higher is closer).
 Closeness = Callable[[list[str]], Sequence[float]]
-
-
-@lru_cache(maxsize=1)
-def _stem() -> Callable[[str], str]:
-    from nltk.stem import PorterStemmer
-
-    return PorterStemmer().stem
-
-
-@lru_cache(maxsize=65536)
-def _stem_word(word: str) -> str:
-    return _stem()(word)
-
-
-def stems(text: str) -> set[str]:
-    return {_stem_word(w.casefold()) for w in _WORD.findall(text)}
 
 
 def trimmed(c: Candidate, terms: set[str], closeness: Closeness | None = None) -> Candidate:
@@ -90,7 +67,7 @@ def trimmed(c: Candidate, terms: set[str], closeness: Closeness | None = None) -
     out than captions carry (at the end of the stream, at 400 tokens, 0.764 of the gold lines were
     quoted without that rule, 0.741 with it).
     """
-    segments = [m.group(0).strip() for m in _SEGMENTS.finditer(c.evidence.text) if m.group(0).strip()]
+    segments = sentences(c.evidence.text)
     if len(segments) < 2:
         return c
     keep = [bool(stems(seg) & terms) for seg in segments]
@@ -114,10 +91,9 @@ def _day(t: float, zone: tzinfo) -> str:
     return datetime.fromtimestamp(t, tz=zone).date().isoformat()
 
 
-def render(lines: Sequence[Candidate], zone: tzinfo, *, named_days: bool = False) -> str:
+def render(lines: Sequence[Candidate], zone: tzinfo) -> str:
     """Lines in time order, one date line per day; a summary is shown once, above its first line.
-    Relative dates are resolved in parentheses, and with `named_days` days named by their date
-    too (`dates.annotate`)."""
+    The times a line refers to are written after them as calendar dates (`dates.annotate`)."""
     out: list[str] = []
     day = None
     shown: set[str] = set()
@@ -132,14 +108,14 @@ def render(lines: Sequence[Candidate], zone: tzinfo, *, named_days: bool = False
         if c.summary and c.summary not in shown:
             shown.add(c.summary)
             out.append(f"({c.summary})")
-        out.append(f"{ev.speaker}: {annotate(c.text, ev.time, zone, named_days=named_days)}")
+        out.append(f"{ev.speaker}: {annotate(c.text, ev.time, zone)}")
     return "\n".join(out)
 
 
 def adds_words(summary: str, lines: Sequence[Evidence]) -> bool:
     """Whether a summary says anything its lines do not (a line chosen as its own summary does not)."""
-    said = {w.casefold() for ev in lines for w in _WORD.findall(f"{ev.speaker} {ev.text}")}
-    return any(w.casefold() not in said for w in _WORD.findall(summary) if len(w) > 2)
+    said = {w for ev in lines for w in words(f"{ev.speaker} {ev.text}")}
+    return any(w not in said for w in words(summary) if len(w) > 2)
 
 
 def build_context(
@@ -152,7 +128,6 @@ def build_context(
     whole: int = 2,
     trim_above: int = 0,
     closeness: Closeness | None = None,
-    named_days: bool = False,
 ) -> Context:
     """The most relevant candidates (given best first) that fit in `max_tokens`, rendered in time order.
 
@@ -187,13 +162,13 @@ def build_context(
 
     for rank, c in enumerate(candidates):
         # The same words said twice (a repeated line) are quoted once.
-        words = " ".join(_WORD.findall(c.evidence.text.casefold()))
-        if c.evidence.utterance_id in seen or words in said:
+        key = " ".join(words(c.evidence.text))
+        if c.evidence.utterance_id in seen or key in said:
             continue
         if trim_above and rank >= whole and tokenizer.count(c.evidence.text) > trim_above:
             c = trimmed(c, wanted, weigh if closeness is not None else None)
         ev = c.evidence
-        cost = tokenizer.count(f"{ev.speaker}: {annotate(c.text, ev.time, zone, named_days=named_days)}") + 1
+        cost = tokenizer.count(f"{ev.speaker}: {annotate(c.text, ev.time, zone)}") + 1
         day = _day(ev.time, zone)
         if day not in days:
             cost += tokenizer.count(f"{day_heading(ev.time, zone)}:") + 2
@@ -205,15 +180,15 @@ def build_context(
             c, extra = Candidate(ev, None, c.shown), 0
         chosen.append(c)
         seen.add(ev.utterance_id)
-        said.add(words)
+        said.add(key)
         days.add(day)
         if c.summary:
             summaries.add(c.summary)
         used += cost + extra
-    text = render(chosen, zone, named_days=named_days)
+    text = render(chosen, zone)
     while chosen and tokenizer.count(text) > max_tokens:
         chosen.pop()  # the least relevant of those chosen
-        text = render(chosen, zone, named_days=named_days)
+        text = render(chosen, zone)
     # Pieces counted apart cost a little more than counted together; fill what that left over,
     # still in order of relevance, counting exactly.
     room = max_tokens - tokenizer.count(text)
@@ -222,11 +197,11 @@ def build_context(
             break
         if cost > room + 8 or c.evidence.utterance_id in seen:
             continue
-        trial = render([*chosen, c], zone, named_days=named_days)
+        trial = render([*chosen, c], zone)
         if tokenizer.count(trial) <= max_tokens:
             chosen.append(c)
             seen.add(c.evidence.utterance_id)
             text = trial
             room = max_tokens - tokenizer.count(text)
     ordered = sorted((c.evidence for c in chosen), key=lambda e: (e.time, e.utterance_id))
-    return Context(text, tuple(ordered), tokenizer.count(text), named_days)
+    return Context(text, tuple(ordered), tokenizer.count(text))

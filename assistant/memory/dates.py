@@ -3,33 +3,32 @@
 "I went yesterday" said on 8 May 2023 means 7 May 2023, but a small LLM reading the context
 rarely does that arithmetic. When a line goes into an answer's context, each relative
 expression gets a phrase written beside it that the answerer can copy into its answer:
-"yesterday (7 May 2023)". The stored text is never changed.
+"yesterday (Sunday 7 May 2023)". The stored text is never changed; the day a line was said
+is shown apart, above it (`day_heading`), so the time of saying and the time meant never mix.
 
 Days are the speaker's days: an utterance's `time` is a UTC instant, and "yesterday" is the
 local calendar day before the one it was said on, in the configured zone (`time_zone`; the
 system's when unset). Every span is local midnight to local midnight, so a day across a DST
 change lasts 23 or 25 hours.
 
-The phrases follow the way LoCoMo's gold answers are written, one rule per granularity:
+Each expression is written as the calendar span it means, in plain words, whatever way it was
+said; a reader (the answering model, or a person) never has to count days:
 
-* A single day is its date: yesterday, today, tomorrow, tonight, last night, this morning,
-  yesterday evening, this Friday, the day before yesterday, three days ago -> "7 May 2023".
-  A night is dated by its evening: "last night" said at 00:30 on 14 August is "13 August 2023".
-* "last" and "next" weekdays, weeks and weekends are anchored to the day they were said, as
-  the gold answers are (a weekday may be written short, "last Fri", "next Tues"; "this past"
-  is "last"): last Friday -> "the Friday before 14 August 2023", next Friday ->
-  "the Friday after 14 August 2023", last weekend -> "the weekend before 14 August 2023",
-  last week and a bare "the week before" -> "the week before 14 August 2023", next week ->
-  "the week after 14 August 2023", two weeks ago and the week before last -> "two weeks
-  before 14 August 2023".
-* The current week or weekend is named by its first day: this week -> "the week of 14 August
-  2023" (its Monday), this weekend -> "the weekend of 19 August 2023" (its Saturday).
-* Months and years are named: last month -> "July 2023", next month -> "September 2023",
-  two months ago -> "June 2023", last May -> "May 2023", last year -> "2022".
-* Vague counts keep their vagueness, anchored: a few days ago -> "a few days before 14
-  August 2023"; a couple of weeks ago -> "a couple of weeks before 14 August 2023".
+* A single day is its weekday and date: yesterday, tonight, last night, this morning, last
+  Friday, next Tues, this Friday, the day before yesterday, three days ago -> "Monday 7 August
+  2023". A night is dated by its evening: "last night" said at 00:30 on 14 August is
+  "Sunday 13 August 2023".
+* A week is named by its Monday and a weekend by its Saturday: last week, the week before,
+  two weeks ago -> "the week of Monday 31 July 2023"; this weekend -> "the weekend of
+  Saturday 19 August 2023".
+* Months and years are named: last month -> "July 2023", last May -> "May 2023", last year ->
+  "2022".
+* Vague counts keep their vagueness, anchored to the day said: a few days ago -> "a few days
+  before Monday 14 August 2023".
 * A weekday alone in a sentence about the future is a plan, the first such day after the day
-  said: "we will book a table for Friday" -> "18 August 2023" (`find_planned_days`).
+  said: "we will book a table for Friday" -> "Friday 18 August 2023" (`find_planned_days`).
+* A day named by its date without a year is given its year: "the fourteenth of May" ->
+  "Tuesday 14 May 2024" (`find_named_days`).
 
 Weeks run Monday to Sunday; a weekend is Saturday 00:00 to Monday 00:00. "next Friday" and
 "this Friday" mean the coming Friday (a week on when said on a Friday, for "next"); "next
@@ -87,7 +86,6 @@ _NUMBERS = {
     "eleven": 11,
     "twelve": 12,
 }
-_NUMBER_WORDS = {n: w for w, n in _NUMBERS.items() if w not in ("a", "an", "one")}
 # Vague counts: the phrase they keep, and the (nearest, farthest) number of units they span.
 _VAGUE = {
     "a couple of": ("a couple of", 1, 3),
@@ -140,7 +138,7 @@ class TimeExpression:
     start: int  # character offsets of `words` in the text
     end: int
     words: str  # as written: "last Friday"
-    phrase: str  # what it means, for an answer to copy: "the Friday before 14 August 2023"
+    phrase: str  # what it means, as a calendar date: "Friday 11 August 2023"
     since: float  # the span it refers to, [since, until), in epoch seconds
     until: float
 
@@ -149,7 +147,15 @@ class TimeExpression:
 
 
 def _fmt_day(d: date) -> str:
-    return f"{d.day} {_MONTHS[d.month - 1]} {d.year}"
+    return f"{_WEEKDAYS[d.weekday()]} {d.day} {_MONTHS[d.month - 1]} {d.year}"
+
+
+def _fmt_week(monday: date) -> str:
+    return f"the week of {_fmt_day(monday)}"
+
+
+def _fmt_weekend(saturday: date) -> str:
+    return f"the weekend of {_fmt_day(saturday)}"
 
 
 def _fmt_month(d: date) -> str:
@@ -205,12 +211,6 @@ def _count(word: str) -> tuple[str, int, int] | None:
     return None if n is None or n < 1 else ("", n, n)
 
 
-def _units(n: int, unit: str) -> str:
-    if n == 1:
-        return f"a {unit}"
-    return f"{_NUMBER_WORDS.get(n, str(n))} {unit}s"
-
-
 def _previous_word(text: str, start: int) -> str:
     match = re.search(r"(\w+)\s+$", text[max(0, start - 40) : start])
     return match.group(1).lower() if match else ""
@@ -230,11 +230,13 @@ def _resolve(m: re.Match[str], local: datetime, zone: tzinfo) -> _Resolved | Non
         return (_fmt_day(d), *_days(d, 1, zone))
     if g("wbl"):
         if g("wbl").lower() == "week":
-            return (f"two weeks before {_fmt_day(said)}", *_days(_monday(said) - timedelta(weeks=2), 7, zone))
+            monday = _monday(said) - timedelta(weeks=2)
+            return (_fmt_week(monday), *_days(monday, 7, zone))
         saturday = _monday(said) + timedelta(days=5 - 14)
-        return (f"two weekends before {_fmt_day(said)}", *_days(saturday, 2, zone))
+        return (_fmt_weekend(saturday), *_days(saturday, 2, zone))
     if g("wb"):
-        return (f"the week before {_fmt_day(said)}", *_days(_monday(said) - timedelta(weeks=1), 7, zone))
+        monday = _monday(said) - timedelta(weeks=1)
+        return (_fmt_week(monday), *_days(monday, 7, zone))
     if g("lastnight"):
         d = said - timedelta(days=1)
         return (_fmt_day(d), *_part(d, "night", zone))
@@ -270,34 +272,24 @@ def _weekday(rel: str, name: str, said: date, zone: tzinfo, part: str | None) ->
     target = _WEEKDAYS.index(name)
     if rel == "last":
         d = said - timedelta(days=(said.weekday() - target) % 7 or 7)
-        return (f"the {name} before {_fmt_day(said)}", *_part(d, part, zone))
+        return (_fmt_day(d), *_part(d, part, zone))
     ahead = (target - said.weekday()) % 7
-    if rel == "next":
-        d = said + timedelta(days=ahead or 7)
-        return (f"the {name} after {_fmt_day(said)}", *_part(d, part, zone))
-    d = said + timedelta(days=ahead)
+    d = said + timedelta(days=ahead or 7) if rel == "next" else said + timedelta(days=ahead)
     return (_fmt_day(d), *_part(d, part, zone))
 
 
 def _relative_unit(rel: str, unit: str, said: date, zone: tzinfo) -> _Resolved | None:
     key = unit.lower()
     if key == "week":
-        monday = _monday(said)
-        if rel == "this":
-            return (f"the week of {_fmt_day(monday)}", *_days(monday, 7, zone))
-        step = -1 if rel == "last" else 1
-        word = "before" if rel == "last" else "after"
-        return (f"the week {word} {_fmt_day(said)}", *_days(monday + timedelta(weeks=step), 7, zone))
+        monday = _monday(said) + timedelta(weeks={"last": -1, "this": 0, "next": 1}[rel])
+        return (_fmt_week(monday), *_days(monday, 7, zone))
     if key == "weekend":
         saturday = _monday(said) + timedelta(days=5)
-        if rel == "this":
-            return (f"the weekend of {_fmt_day(saturday)}", *_days(saturday, 2, zone))
         if rel == "last":
-            return (f"the weekend before {_fmt_day(said)}", *_days(saturday - timedelta(weeks=1), 2, zone))
-        # The first weekend that starts after the day it was said.
-        if said.weekday() >= 5:
+            saturday -= timedelta(weeks=1)
+        elif rel == "next" and said.weekday() >= 5:  # the first weekend that starts after the day said
             saturday += timedelta(weeks=1)
-        return (f"the weekend after {_fmt_day(said)}", *_days(saturday, 2, zone))
+        return (_fmt_weekend(saturday), *_days(saturday, 2, zone))
     step = {"last": -1, "this": 0, "next": 1}[rel]
     if key == "month":
         first = _month_start(said, step)
@@ -328,8 +320,7 @@ def _ago(counted: tuple[str, int, int], unit: str, said: date, zone: tzinfo) -> 
     if unit == "week":
         first = _monday(said - timedelta(weeks=far))
         weeks = far - near + 1
-        words = f"{vague} weeks" if vague else _units(near, "week")
-        return (f"{words} before {anchor}", *_days(first, 7 * weeks, zone))
+        return (f"{vague} weeks before {anchor}" if vague else _fmt_week(first), *_days(first, 7 * weeks, zone))
     if unit == "month":
         first = _month_start(said, -far)
         span = _month_span(first, zone, far - near + 1)
@@ -486,25 +477,20 @@ def _valid(year: int, month: int, day: int) -> bool:
     return True
 
 
-def annotate(text: str, said_at: float, zone: tzinfo | None = None, *, named_days: bool = False) -> str:
-    """`text` with each relative time expression followed by what it means, in parentheses: "last
-    Friday (the Friday before 14 August 2023)"; with `named_days`, each day named by its date too:
-    "the fourteenth of May (14 May 2024)". A date already written as the phrase would be ("on 14
-    May 2024") is left as it is. `zone` None = UTC.
-
-    Named days are written out only for a question that asks for a day (`answer.asks_for_a_day`):
-    in every context they cost other questions (the 1.5B answered "not mentioned" to "What is
-    Priya allergic to?" with two trip dates written out above the peanut line; BENCHMARKS.md,
-    "Answering when")."""
+def annotate(text: str, said_at: float, zone: tzinfo | None = None) -> str:
+    """`text` with each time it refers to followed by that time as a calendar date, in parentheses:
+    "last Friday (Friday 11 August 2023)", "the fourteenth of May (Tuesday 14 May 2024)". A day
+    written with its year is a calendar date already and is left as it is. `zone` None = UTC."""
     zone = zone or UTC
     found = find_expressions(text, said_at, zone)
     found += find_planned_days(text, said_at, zone)
-    if named_days:
-        found += find_named_days(text, said_at, zone)
+    found += [e for e in find_named_days(text, said_at, zone) if not re.search(r"\d{4}", e.words)]
+    # A date already in parentheses is a note, written here or by the speaker: not annotated again.
+    noted = [(m.start(), m.end()) for m in re.finditer(r"\([^()]*\)", text)]
     expressions = sorted(found, key=lambda e: e.start)
     out, pos = [], 0
     for e in expressions:
-        if e.start < pos:  # overlaps one already annotated
+        if e.start < pos or any(a < e.start < b for a, b in noted):  # overlaps one already annotated
             continue
         if e.words.lower() == e.phrase.lower():
             continue
@@ -518,7 +504,7 @@ def annotate(text: str, said_at: float, zone: tzinfo | None = None, *, named_day
 
 
 def day_heading(t: float, zone: tzinfo) -> str:
-    """The local date of `t`: "14 August 2023"."""
+    """The local date of `t`: "Monday 14 August 2023"."""
     return _fmt_day(datetime.fromtimestamp(t, zone).date())
 
 

@@ -15,24 +15,10 @@ from dataclasses import dataclass
 from datetime import tzinfo
 
 from .dates import question_window
+from .words import STOP_WORDS, content_words
 
-# English function and question words: they carry no topic, and in a lexical OR query they
-# would match nearly every line. Kept here (not spaCy's list) so that reading a question does
-# not import spaCy, which takes seconds.
-STOP_WORDS = frozenset(
-    """
-    a about above after again against all am an and any are aren't as at be because been before being below
-    between both but by can can't cannot could couldn't did didn't do does doesn't doing don't down during each
-    few for from further had hadn't has hasn't have haven't having he he'd he'll he's her here here's hers herself
-    him himself his how how's i i'd i'll i'm i've if in into is isn't it it's its itself let's me more most mustn't
-    my myself no nor not of off on once only or other ought our ours ourselves out over own same shan't she she'd
-    she'll she's should shouldn't so some such than that that's the their theirs them themselves then there
-    there's these they they'd they'll they're they've this those through to too under until up very was wasn't we
-    we'd we'll we're we've were weren't what what's when when's where where's which while who who's whom why
-    why's with won't would wouldn't you you'd you'll you're you've your yours yourself yourselves
-    also ever just kind like likely maybe many much one ones really something sort thing things would yet
-    """.split()
-)
+__all__ = ["STOP_WORDS", "QuestionReading", "fts_query", "read_question"]
+
 _FIRST_PERSON = re.compile(r"\b(i|me|my|mine|myself|we|us|our|ours)\b", re.I)
 # A time in a question bounds when the lines were said only when the question asks what was said
 # ("what did Sam say last week?"); otherwise it is part of the event asked about ("where did
@@ -42,7 +28,6 @@ _ABOUT_SPEECH = re.compile(
     r"promise(s|d)?|agree(s|d)?|decide(s|d)?|hear|heard|chat(s|ted)?|conversation|meeting)\b",
     re.I,
 )
-_WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?", re.UNICODE)
 
 
 @dataclass(frozen=True)
@@ -104,11 +89,7 @@ def read_question(question: str, speakers: list[str], now: float, zone: tzinfo) 
             if name not in named:
                 named.append(name)
     topic = " ".join(topic.split())
-    terms = tuple(
-        dict.fromkeys(
-            w.casefold() for w in _WORD.findall(topic) if w.casefold() not in STOP_WORDS and (len(w) > 1 or w.isdigit())
-        )
-    )
+    terms = tuple(content_words(topic))
     speaker = named[0] if len(named) == 1 and not _FIRST_PERSON.search(question) else None
     window = question_window(question, now, zone) if _ABOUT_SPEECH.search(question) else None
     return QuestionReading(topic or question, terms, speaker, window, tuple(named))

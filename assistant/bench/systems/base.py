@@ -17,16 +17,7 @@ from pathlib import Path
 from ...config import Settings
 from ...embed import Embedder
 from ...llm import ChatModel, Tokenizer
-from ...memory.answer import (
-    asks_for_a_day,
-    dated_reply,
-    first_looks,
-    frame,
-    is_bare_unknown,
-    says_nothing,
-    second_look,
-    strip_citations,
-)
+from ...memory.answer import Reply, frame, respond
 from ...memory.context import Candidate, render
 from ...records import Evidence, Utterance
 
@@ -42,9 +33,6 @@ class Context:
     retrieval_ms: float
     # Whatever else the system needs to answer from it (prostream: its PreparedQuestion).
     prepared: object = None
-    # Its strongest lines alone, rendered as `text` is, for a second look at a bare "not
-    # mentioned" (`memory.answer.second_look_lines`); empty for a system that does not rank its lines.
-    strongest: str = ""
 
 
 @dataclass(frozen=True)
@@ -67,15 +55,12 @@ class Answerer:
         tokenizer: Tokenizer,
         max_tokens: int,
         n_ctx: int,
-        *,
-        strongest_first: bool = False,
     ) -> None:
         self._open = open_llm
         self._llm: ChatModel | None = None
         self.tokenizer = tokenizer
         self.max_tokens = max_tokens
         self.n_ctx = n_ctx  # the window of the model `open_llm` opens
-        self.strongest_first = strongest_first  # as `memory.answer.strongest_first`
 
     @property
     def llm(self) -> ChatModel:
@@ -87,24 +72,15 @@ class Answerer:
     def loaded(self) -> bool:
         return self._llm is not None
 
-    def answer(self, context: str, question: str, strongest: str = "") -> tuple[str, float]:
-        """The reply to `question` from `context`, asked as the memory asks: from the `strongest`
-        lines first when it asks for a day (`memory.answer.strongest_first`), and a bare "not
-        mentioned" or a reply that says the question back asked again from them alone
-        (`memory.answer.second_look_lines`)."""
+    def answer(self, context: str, question: str) -> tuple[str, float]:
+        """The reply to `question` from `context`, through the memory's own answer flow (`respond`)."""
         llm = self.llm  # opened outside the timing: loading is no part of an answer
         started = time.perf_counter()
-        for notes in first_looks(question, context, strongest or None, strongest_first=self.strongest_first):
-            raw = llm.chat(frame(notes, question), max_tokens=self.max_tokens)
-            reply = strip_citations(raw) or raw.strip()
-            if reply and not is_bare_unknown(reply):
-                break
-        if strongest and says_nothing(reply, question):
-            again = second_look(question, strongest, lambda m: llm.chat(m, max_tokens=self.max_tokens))
-            if again is not None:
-                reply, notes = again, strongest
-        # The date the answering line resolves, not the day above it (`dated_reply`).
-        return dated_reply(reply, question, notes), (time.perf_counter() - started) * 1000
+        reply = ""
+        for item in respond(llm, frame(context, question), self.max_tokens):
+            if isinstance(item, Reply):
+                reply = item.text
+        return reply, (time.perf_counter() - started) * 1000
 
     def frame_tokens(self, question: str) -> int:
         """Tokens of the frame around an empty context, the chat template's markers included."""
@@ -112,12 +88,10 @@ class Answerer:
         return self.tokenizer.count(text) + 16
 
 
-def render_lines(utterances: Sequence[Utterance], zone: tzinfo, question: str = "") -> str:
+def render_lines(utterances: Sequence[Utterance], zone: tzinfo) -> str:
     """The baselines' context, shown exactly as the memory shows its lines: by day, in time order,
-    each with its speaker and its relative dates resolved (`memory/context.py`), and for a
-    `question` that asks for a day, the days lines name by their date written out too."""
-    named_days = asks_for_a_day(question)
-    return render([Candidate(Evidence.of(u)) for u in utterances], zone, named_days=named_days)
+    each with its speaker and the times it refers to as calendar dates (`memory/context.py`)."""
+    return render([Candidate(Evidence.of(u)) for u in utterances], zone)
 
 
 @dataclass(frozen=True)
@@ -168,7 +142,7 @@ class System(ABC):
 
     def answer(self, question: str, context: Context) -> tuple[str, float]:
         """The answer to `question` from `context`, and the milliseconds it took."""
-        return self.answerer.answer(context.text, question, context.strongest)
+        return self.answerer.answer(context.text, question)
 
     def replay(self, question: str) -> None:  # noqa: B027 - a memory that asking does not change needs nothing
         """Change the memory as asking `question` would, without the answer (a resumed run's skipped question)."""

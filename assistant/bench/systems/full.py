@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import time
 
-from ...memory.answer import asks_for_a_day
 from ...records import Utterance
 from .base import Context, Environment, System, render_lines
 
@@ -44,19 +43,17 @@ class FullContextSystem(System):
         self._line_tokens: list[int] = []
         # Exact after every fit, the running sum of line estimates in between.
         self._kept_tokens = 0
-        # The context and its tokens, until a line comes or goes; apart for a question that asks
-        # for a day, whose lines have the days they name written out (`render_lines`).
-        self._rendered: dict[bool, tuple[str, int]] = {}
+        # The context and its tokens, until a line comes or goes.
+        self._rendered: tuple[str, int] | None = None
 
     def _room(self, question: str) -> int:
         return self.window - self.answerer.frame_tokens(question) - self.answerer.max_tokens
 
-    def _render(self, question: str = "") -> tuple[str, int]:
-        key = asks_for_a_day(question)
-        if key not in self._rendered:
-            text = render_lines(self._history, self._zone, question)
-            self._rendered[key] = (text, self.answerer.tokenizer.count(text))
-        return self._rendered[key]
+    def _render(self) -> tuple[str, int]:
+        if self._rendered is None:
+            text = render_lines(self._history, self._zone)
+            self._rendered = (text, self.answerer.tokenizer.count(text))
+        return self._rendered
 
     def _fit(self, room: int) -> None:
         """Make the history fit `room` tokens; if it does not, drop the oldest lines down to a share of it."""
@@ -70,7 +67,7 @@ class FullContextSystem(System):
                 self._kept_tokens -= self._line_tokens[start]
                 start += 1
             del self._history[: max(start, 1)], self._line_tokens[: max(start, 1)]
-            self._rendered = {}
+            self._rendered = None
             self._kept_tokens = self._render()[1]
         self.drops += 1
 
@@ -83,7 +80,7 @@ class FullContextSystem(System):
         self._history.append(u)
         self._line_tokens.append(tokens)
         self._kept_tokens += tokens
-        self._rendered = {}
+        self._rendered = None
         room = self._room("") - QUESTION_RESERVE
         if self._kept_tokens > room:
             self._fit(room)
@@ -96,10 +93,10 @@ class FullContextSystem(System):
         # A question longer than the reserve may still need a chunk dropped.
         room = self._room(question)
         self._fit(room)
-        text, tokens = self._render(question)
+        text, tokens = self._render()
         if tokens > room:  # the dates written out for a question asking when did not fit
             self._fit(room - (tokens - self._kept_tokens))
-            text, tokens = self._render(question)
+            text, tokens = self._render()
         positions = frozenset(u.id for u in self._history if u.id is not None)
         return Context(text, positions, tokens, (time.perf_counter() - started) * 1000)
 

@@ -18,7 +18,6 @@ class RagSystem(System):
         self._embedder = env.embedder
         self.answerer = env.answerer
         self._k = env.settings.bench.rag_k
-        self._second_look = env.settings.memory.answer.second_look_lines
         self._path = env.work_dir / "rag.db"
         self._store = Store(self._path, embedder=env.settings.models.embedder, dim=env.embedder.dim)
         self._position: dict[int, int] = {}
@@ -38,12 +37,10 @@ class RagSystem(System):
         started = time.perf_counter()
         hits = self._store.search_utterances(self._embedder.encode_one(question), self._k)
         shown = sorted((u for u, _ in hits), key=lambda u: (u.time, u.id or 0))
-        text = render_lines(shown, self._zone, question)
+        text = render_lines(shown, self._zone)
         retrieval_ms = (time.perf_counter() - started) * 1000
         positions = frozenset(self._position[u.id] for u in shown if u.id in self._position)
-        # The hits come most similar first; rendering puts them in time order.
-        strongest = render_lines([u for u, _ in hits[: self._second_look]], self._zone, question)
-        return Context(text, positions, self.answerer.tokenizer.count(text), retrieval_ms, strongest=strongest)
+        return Context(text, positions, self.answerer.tokenizer.count(text), retrieval_ms)
 
     def memory_tokens(self) -> int:
         return self._tokens

@@ -30,7 +30,7 @@ class RecentSystem(System):
     def context(self, question: str) -> Context:
         started = time.perf_counter()
         shown = self._buffer.visible
-        text = render_lines(shown, self._zone, question)
+        text = render_lines(shown, self._zone)
         retrieval_ms = (time.perf_counter() - started) * 1000
         positions = frozenset(u.id for u in shown if u.id is not None)
         return Context(text, positions, self.answerer.tokenizer.count(text), retrieval_ms)

@@ -48,7 +48,7 @@ class RecentWindowSystem(System):
         shown = self._window(question)
         start = len(self._history) - len(shown)
         room = self._n_ctx - self.answerer.frame_tokens(question) - self.answerer.max_tokens
-        text = render_lines(shown, self._zone, question)
+        text = render_lines(shown, self._zone)
         tokens = self.answerer.tokenizer.count(text)
         # The estimates may fall short of the rendered whole: trim the oldest lines by the excess
         # at once (one line at a time would re-count ~3,000 tokens per line).
@@ -59,7 +59,7 @@ class RecentWindowSystem(System):
                 cut += 1
             start += max(cut, 1)
             shown = shown[max(cut, 1) :]
-            text = render_lines(shown, self._zone, question)
+            text = render_lines(shown, self._zone)
             tokens = self.answerer.tokenizer.count(text)
         positions = frozenset(u.id for u in shown if u.id is not None)
         return Context(text, positions, tokens, (time.perf_counter() - started) * 1000)

@@ -1,0 +1,45 @@
+"""How near a recalled line comes to a question: the one score the answer's abstention reads.
+
+Recall ranks lines by fused ranks, which say which line is best but not whether any is good: the
+best of a hundred unrelated lines is still first. Relevance is absolute. It is the larger of two
+readings of the same question, so either kind of match is enough:
+
+* in meaning: the cosine between the line's embedding and the question's topic (the question
+  without the speakers' names it mentions);
+* in words: the share of the question's content words that the line says (stemmed), each word
+  weighed by how rare it is among the lines the memory holds (inverse document frequency), since
+  a name, a place or a number repeated word for word is a match however far the meanings of the
+  whole sentences fall apart, and a word half the lines say ("said", "today") is not.
+
+One threshold (`memory.answer.min_relevance`) then decides: a question none of whose recalled
+lines reaches it is answered "not mentioned" without asking the model, which would only guess.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import numpy as np
+
+from .words import content_stems, stem
+
+
+def word_weights(terms: tuple[str, ...], held: int, frequencies: Mapping[str, int]) -> dict[str, float]:
+    """Each content word's stem with its weight: log(1 + held / (1 + the lines that say it))."""
+    weights: dict[str, float] = {}
+    for term in terms:
+        weight = math.log1p(held / (1 + frequencies.get(term, 0)))
+        key = stem(term)
+        weights[key] = max(weights.get(key, 0.0), weight)
+    return weights
+
+
+def relevance(text: str, vector: np.ndarray | None, topic: np.ndarray, weights: Mapping[str, float]) -> float:
+    """The relevance of a line (`text`, its embedding `vector`) to a question (its topic's
+    embedding `topic`, its content words' stems with their `weights`), at most 1 for normalised vectors."""
+    meaning = float(vector @ topic) if vector is not None else 0.0
+    total = sum(weights.values())
+    said = content_stems(text)
+    words = sum(w for s, w in weights.items() if s in said) / total if total > 0 else 0.0
+    return max(meaning, words)
