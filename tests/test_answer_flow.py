@@ -167,3 +167,28 @@ def test_the_benchmark_answers_through_the_same_flow_as_the_memory(tmp_path: Pat
     body = server.posts()[0].body
     assert body is not None and body["messages"] == frame("Monday 1 May 2023:\nAna: I like tea.", QUESTION)
     assert (declined, answered) == ("Not mentioned", "The cause is unknown")
+
+
+SPOKEN = [
+    ("Who is looking after Priya's dog?", "Can you tell me who is looking after Priya's dog?"),
+    ("What is Priya allergic to?", "Hey, what is Priya allergic to?"),
+    ("How much did finance approve for the trip?", "I was wondering how much finance approved for the trip?"),
+    ("When will Sam write the release notes?", "Could you remind me when Sam will write the release notes?"),
+    ("When do we fly out to Lisbon?", "Do you remember when we fly out to Lisbon?"),
+]
+
+
+def test_a_question_in_spoken_form_reaches_what_the_bare_question_does(tmp_path: Path) -> None:
+    """ "Can you tell me who ...", "Hey, ...": the same person read from the question, the same best
+    line, and the model asked (no gate), as for the bare question."""
+    with scripted(Stream(("x",))) as server:
+        mem = served_memory(tmp_path, server)
+        try:
+            for bare, spoken in SPOKEN:
+                a, b = mem.prepare(bare, use=False), mem.prepare(spoken, use=False)
+                assert a.prompt is not None and b.prompt is not None, spoken
+                assert a.retrieval.filter == b.retrieval.filter, spoken
+                assert a.retrieval.lines[0].evidence == b.retrieval.lines[0].evidence, spoken
+                assert a.retrieval.lines[0].evidence in b.prompt.sources, spoken
+        finally:
+            mem.close()

@@ -19,7 +19,11 @@ from .words import STOP_WORDS, content_words
 
 __all__ = ["STOP_WORDS", "QuestionReading", "fts_query", "read_question"]
 
-_FIRST_PERSON = re.compile(r"\b(i|me|my|mine|myself|we|us|our|ours)\b", re.I)
+# A question whose subject is the user ("what did I tell Sam?", "when did we meet Sam?") is not
+# about what the person it names said. Only a subject counts: "tell me", "told us" and "my car"
+# are what the wrapper or the named person does to the user ("Can you tell me what Sam said?",
+# "What did Sam say about my car?"), and those questions are still about Sam's own lines.
+_FIRST_PERSON = re.compile(r"\b(i|we|myself|ourselves)\b", re.I)
 # A time in a question bounds when the lines were said only when the question asks what was said
 # ("what did Sam say last week?"); otherwise it is part of the event asked about ("where did
 # she move from four years ago?"), which was told whenever it was told.

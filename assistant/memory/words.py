@@ -13,8 +13,8 @@ import unicodedata
 from collections.abc import Callable
 from functools import lru_cache
 
-# English function and question words: they carry no topic, and in a lexical OR query they
-# would match nearly every line. Kept here (not spaCy's list) so that reading a question does
+# English function and question words, and the interjections of speech ("hey", "okay"): they
+# carry no topic, and in a lexical OR query they would match nearly every line. Kept here (not spaCy's list) so that reading a question does
 # not import spaCy, which takes seconds.
 STOP_WORDS = frozenset(
     """
@@ -28,6 +28,7 @@ STOP_WORDS = frozenset(
     we'd we'll we're we've were weren't what what's when when's where where's which while who who's whom why
     why's with won't would wouldn't you you'd you'll you're you've your yours yourself yourselves
     also ever just kind like likely maybe many much one ones really something sort thing things would yet
+    hey hi hello please ok okay oh um uh hmm
     """.split()
 )
 
