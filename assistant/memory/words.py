@@ -14,8 +14,8 @@ from collections.abc import Callable
 from functools import lru_cache
 
 # English function and question words, and the interjections of speech ("hey", "okay"): they
-# carry no topic, and in a lexical OR query they would match nearly every line. Kept here (not spaCy's list) so that reading a question does
-# not import spaCy, which takes seconds.
+# carry no topic, and in a lexical OR query they would match nearly every line. Kept here (not
+# spaCy's list) so that reading a question does not import spaCy, which takes seconds.
 STOP_WORDS = frozenset(
     """
     a about above after again against all am an and any are aren't as at be because been before being below
