@@ -49,7 +49,7 @@ def need_locomo() -> Path:
     if not path.is_file():
         missing(
             f"needs the real LoCoMo data at {path}: put locomo-dev.json there, or set {LOCOMO_ENV} "
-            "to a LoCoMo JSON file holding conv-26 and conv-30 (see README, 'The LoCoMo data')"
+            "to a LoCoMo JSON file holding conv-26 and conv-30 (see docs/development.md, 'The LoCoMo data')"
         )
     return path
 

@@ -2,7 +2,7 @@
 (`synth_speech.py`), each with the truth of who speaks when.
 
 Each speaker gets an espeak-ng voice of its own (alternately male and female: the voice encoder
-does not tell two synthetic male voices apart, see BENCHMARKS.md "Listening chain"). Turns follow
+does not tell two synthetic male voices apart, see BENCHMARKS.md "Voice matrix"). Turns follow
 each other after a random pause, and a share of them start before the previous turn has ended,
 as people cut in. Every turn is cut to its audible speech first, so the time span recorded for it
 is exactly where its voice is in the recording: that is the reference the speech benchmark scores
