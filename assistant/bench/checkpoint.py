@@ -103,11 +103,14 @@ class ProbeLog(Generic[R]):
                     f"now {value!r}); pass the same options, or another --checkpoint file"
                 )
         fields = {f.name for f in dataclasses.fields(self.record)}
+        # A field added to the record later, with a default, is absent from rows written before it.
+        required = {f.name for f in dataclasses.fields(self.record) if f.default is dataclasses.MISSING}
         for number, line in enumerate(complete[1:], start=2):
             try:
                 row = json.loads(line)
-                if set(row) != fields:
-                    raise ValueError(f"fields {sorted(set(row) ^ fields)} differ from an answer's")
+                wrong = (set(row) - fields) | (required - set(row))
+                if wrong:
+                    raise ValueError(f"fields {sorted(wrong)} differ from an answer's")
                 result = self.record(**row)
             except (json.JSONDecodeError, ValueError, TypeError) as exc:
                 raise InputError(f"{self.path}:{number}: not an answer of this benchmark ({exc})") from None

@@ -20,7 +20,7 @@ import logging
 import re
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -33,8 +33,8 @@ from ..models import resolve
 from ..transcripts import Conversation, Question, read_conversations
 from .checkpoint import ProbeLog
 from .host import Machine, machine
-from .locomo_metrics import score_answer
-from .systems import SYSTEMS, Answerer, Environment, FormationCost, System
+from .locomo_metrics import score_answer, score_temporal_date
+from .systems import LOCOMO_SYSTEMS, SYSTEMS, Answerer, Environment, FormationCost, System
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +42,8 @@ _DIA_ID = re.compile(r"D(\d+):(\d+)")
 PROBES = ("evidence", "end")
 # `--llm openai:URL`: answer with the model served at URL.
 SERVED = "openai:"
+# Called with a conversation and its systems, by name, once its stream has ended and been probed.
+AtEnd = Callable[[Conversation, Mapping[str, System]], None]
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,9 @@ class Probe:
     evidence: frozenset[int]  # stream positions of the gold evidence turns
     unresolved: tuple[str, ...]  # evidence ids the stream does not hold (LoCoMo has a few typos)
     at: int  # ask right after the utterance at this stream position
+    # When the last gold evidence turn was said (the probe point's turn when none is found):
+    # the day that relative dates in the gold answer, and in a reply, are counted from.
+    said_at: float
 
 
 @dataclass(frozen=True)
@@ -74,6 +79,12 @@ class ProbeResult:
     context_tokens: int
     retrieval_ms: float
     answer_ms: float | None
+    # Temporal questions (category 2) whose gold answer names one date: that date's unit (day,
+    # weekend, week, month, year, window) and whether the reply names a time within it
+    # (`date_accuracy`). None elsewhere, and the match None without an answer. Computed again
+    # on resume, so checkpoint rows written before these fields existed still load.
+    date_unit: str | None = None
+    date_match: float | None = None
 
 
 @dataclass(frozen=True)
@@ -164,7 +175,8 @@ def plan_probes(
             at = max(at, max(found))
         else:
             at = last
-        probes.append(Probe(conv.name, number, q, found, unresolved, at))
+        said_at = conv.utterances[max(found) if found else at].time
+        probes.append(Probe(conv.name, number, q, found, unresolved, at, said_at))
         if limit is not None and len(probes) >= limit:
             break
     return probes
@@ -181,22 +193,14 @@ class _Answering:
         # The same cached loaders as Memory's, so the prostream system shares these instances.
         source = resolve(settings, "llm").source
         tokenizer = load_tokenizer(source)
-        max_tokens, strongest_first = settings.memory.answer.max_tokens, settings.memory.answer.strongest_first
-        self.answerer = Answerer(
-            lambda: load_llm(source, settings.llm),
-            tokenizer,
-            max_tokens,
-            settings.llm.n_ctx,
-            strongest_first=strongest_first,
-        )
+        max_tokens = settings.memory.answer.max_tokens
+        self.answerer = Answerer(lambda: load_llm(source, settings.llm), tokenizer, max_tokens, settings.llm.n_ctx)
         trained = tokenizer.trained_context()
         if trained is None:
             log.warning("%s does not state its trained context; full gets llm.n_ctx (%d)", source, settings.llm.n_ctx)
         long = replace(settings.llm, n_ctx=trained or settings.llm.n_ctx)
         # Opened apart from load_llm's cache: its KV cache is full's alone, and it is closed after the run.
-        self.long_answerer = Answerer(
-            lambda: LLM(source, long), tokenizer, max_tokens, long.n_ctx, strongest_first=strongest_first
-        )
+        self.long_answerer = Answerer(lambda: LLM(source, long), tokenizer, max_tokens, long.n_ctx)
         embedder = resolve(settings, "embedder").source
         self.embedder = load_embedder(embedder, settings.embedder.device, settings.embedder.threads)
 
@@ -229,7 +233,7 @@ def run_locomo(
     data: Path,
     conversations: Sequence[Conversation],
     *,
-    systems: Sequence[str] = tuple(SYSTEMS),
+    systems: Sequence[str] = LOCOMO_SYSTEMS,
     limit: int | None = None,
     categories: Sequence[int] = (),
     delay: int = 0,
@@ -239,6 +243,7 @@ def run_locomo(
     checkpoint: Path | None = None,
     recall_only: bool = False,
     probes_use: bool = False,
+    at_end: AtEnd | None = None,
 ) -> LocomoRun:
     """Stream `conversations` (read from `data`, see `select_conversations`) into every system and
     probe each question twice. `progress(steps, label)` is called as work is done; `count_steps`
@@ -246,6 +251,8 @@ def run_locomo(
     and answers already there (from a stopped run with the same options) are not asked again.
     `recall_only` builds each context and skips the answer (the answering LLM is never loaded);
     `probes_use` lets each probe count as a use of what it retrieved, as asking once did.
+    `at_end(conversation, systems)` is called after each conversation's end-of-stream probes,
+    while its systems are still open (`bench longterm` asks its own probes there).
     """
     unknown = [s for s in systems if s not in SYSTEMS]
     if unknown:
@@ -297,6 +304,7 @@ def run_locomo(
                     log_file,
                     recall_only=recall_only,
                     probes_use=probes_use,
+                    at_end=at_end,
                 )
                 runs.append(run)
                 results.extend(found)
@@ -357,6 +365,7 @@ def _run_conversation(
     *,
     recall_only: bool = False,
     probes_use: bool = False,
+    at_end: AtEnd | None = None,
 ) -> tuple[ConversationRun, list[ProbeResult]]:
     systems: dict[str, System] = {}
     totals = {name: SystemTotals() for name in names}
@@ -382,7 +391,8 @@ def _run_conversation(
                     if done is not None:
                         # With --probes-use, asking leaves a mark on some memories: leave the same mark.
                         system.replay(p.question.question)
-                        results.append(done)
+                        unit, match = _date_score(p, done.prediction)
+                        results.append(replace(done, date_unit=unit, date_match=match))
                         continue
                     result = _probe(system, name, p, probe_kind, held, answer=not recall_only)
                     results.append(result)
@@ -410,6 +420,8 @@ def _run_conversation(
             totals[name].end_of_stream_ms = (time.perf_counter() - t0) * 1000
         if probes:
             ask(probes, "end")
+        if at_end is not None:
+            at_end(conv, systems)
         for name, system in systems.items():
             t = totals[name]
             t.memory_tokens = system.memory_tokens()
@@ -435,6 +447,7 @@ def _probe(system: System, name: str, p: Probe, kind: str, held: set[int], *, an
         score = score_answer(text, p.question.answer, p.question.category)
         f1, bleu1, rouge_l = score.f1, score.bleu1, score.rouge_l
         log.debug("%s %s #%d: %r -> %r (f1 %.2f)", name, kind, p.number, p.question.question, text, score.f1)
+    date_unit, date_match = _date_score(p, text)
     return ProbeResult(
         system=name,
         conversation=p.conversation,
@@ -452,4 +465,11 @@ def _probe(system: System, name: str, p: Probe, kind: str, held: set[int], *, an
         context_tokens=context.tokens,
         retrieval_ms=context.retrieval_ms,
         answer_ms=answer_ms,
+        date_unit=date_unit,
+        date_match=date_match,
     )
+
+
+def _date_score(p: Probe, prediction: str | None) -> tuple[str | None, float | None]:
+    score = score_temporal_date(prediction, p.question.answer, p.question.category, p.said_at)
+    return score.unit, None if score.match is None else float(score.match)

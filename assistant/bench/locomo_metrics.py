@@ -6,6 +6,10 @@ token multisets. Multi-hop questions (category 1) split the gold answer and the 
 commas and average, over gold parts, the best F1 of any predicted part. Open-domain gold
 answers (category 3) keep only what precedes the first semicolon. Adversarial questions
 (category 5) score 1 when the prediction says the information is not there.
+
+Temporal questions (category 2) are also scored by the date they mean (`date_accuracy`): token
+F1 rewards copying the gold answer's wording ("the Sunday before 25 May 2023"), date accuracy
+any wording of the same day, week, month or year.
 """
 
 from __future__ import annotations
@@ -17,9 +21,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from ..memory.answer import says_unknown
+from .date_accuracy import DateScore, score_date
 
 _ARTICLES = re.compile(r"\b(a|an|the|and)\b")
 _PUNCTUATION = set(string.punctuation)
+# LoCoMo's temporal category, as its official evaluation code numbers them (data README).
+TEMPORAL = 2
 
 
 @lru_cache(maxsize=1)
@@ -116,3 +123,11 @@ def score_answer(prediction: str, gold: str, category: int) -> AnswerScore:
         hit = locomo_f1(prediction, gold, 5)
         return AnswerScore(hit, hit, hit)
     return AnswerScore(locomo_f1(prediction, gold, category), bleu1(prediction, gold), rouge_l(prediction, gold))
+
+
+def score_temporal_date(prediction: str | None, gold: str, category: int, said_at: float) -> DateScore:
+    """Date accuracy of a temporal answer, its dates counted from `said_at` (when the evidence was
+    said); other categories are not date-scored."""
+    if category != TEMPORAL:
+        return DateScore(None, None)
+    return score_date(prediction, gold, said_at)

@@ -7,6 +7,9 @@ JSON layout (`format: assistant-bench-locomo/2`):
             checkpoint), date, machine, conversations [{name, utterances, questions}]
   systems:  {name: {description, f1, bleu1, rouge_l, formation, evidence_recall, context_tokens,
             (over categories 1-4, at the evidence probe), f1_adversarial (category 5),
+            date_accuracy, date_scorable, temporal, date_by_unit {unit: {n, date_accuracy}} (temporal
+            questions scored by the date they mean, see `date_accuracy`: the share of those whose gold
+            names one date, `date_scorable` of the `temporal` questions, answered with a time within it),
             at_end {same keys, at the end-of-stream probe}, by_category {probe: {category: {n, ...}}},
             retrieval_ms_p50/p95, answer_ms_p50/p95, ingest_ms_per_utterance (all ingest time, the
             end-of-stream flush included, over utterances), ingest_ms_p50/p95 (one add() each),
@@ -24,6 +27,7 @@ from dataclasses import asdict
 from typing import Any
 
 from .locomo import PROBES, LocomoRun, ProbeResult
+from .locomo_metrics import TEMPORAL
 from .stats import percentile
 
 CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
@@ -48,20 +52,43 @@ def _scores(rows: list[ProbeResult]) -> dict[str, Any]:
     }
 
 
+def _dates(rows: list[ProbeResult]) -> dict[str, Any]:
+    """Date accuracy of the temporal questions whose gold answer names one date, overall and by its unit."""
+    temporal = [r for r in rows if r.category == TEMPORAL]
+    scorable = [r for r in temporal if r.date_unit is not None]
+    units = sorted({r.date_unit for r in scorable if r.date_unit is not None})
+    return {
+        "date_accuracy": _mean([r.date_match for r in scorable]),
+        "date_scorable": len(scorable),
+        "temporal": len(temporal),
+        "date_by_unit": {
+            unit: {
+                "n": sum(r.date_unit == unit for r in scorable),
+                "date_accuracy": _mean([r.date_match for r in scorable if r.date_unit == unit]),
+            }
+            for unit in units
+        },
+    }
+
+
 def _quality(results: list[ProbeResult]) -> dict[str, Any]:
     answered = [r for r in results if r.category in ANSWERED]
     return {
         **_scores(answered),
+        **_dates(answered),
         "context_tokens": _mean([float(r.context_tokens) for r in answered]),
         "f1_adversarial": _mean([r.f1 for r in results if r.category == 5]),
     }
 
 
 def _by_category(results: list[ProbeResult]) -> dict[str, dict[str, Any]]:
-    return {
-        str(cat): {"name": CATEGORY_NAMES.get(cat, str(cat)), **_scores([r for r in results if r.category == cat])}
-        for cat in sorted({r.category for r in results})
-    }
+    out: dict[str, dict[str, Any]] = {}
+    for cat in sorted({r.category for r in results}):
+        rows = [r for r in results if r.category == cat]
+        out[str(cat)] = {"name": CATEGORY_NAMES.get(cat, str(cat)), **_scores(rows)}
+        if cat == TEMPORAL:
+            out[str(cat)] |= _dates(rows)
+    return out
 
 
 def _failures(results: list[ProbeResult], recall_only: bool) -> dict[str, int]:
@@ -154,6 +181,13 @@ def _f(value: float | None, digits: int = 3) -> str:
     return "–" if value is None else f"{value:.{digits}f}"
 
 
+def _date_cell(q: dict[str, Any]) -> str:
+    # A report written before date accuracy existed has none.
+    if "date_scorable" not in q:
+        return "–"
+    return f"{_f(q['date_accuracy'])} (n={q['date_scorable']} of {q['temporal']})"
+
+
 def locomo_markdown(report: dict[str, Any]) -> str:
     meta, systems = report["meta"], report["systems"]
     convs = ", ".join(
@@ -197,11 +231,13 @@ def locomo_markdown(report: dict[str, Any]) -> str:
             ]
         else:
             lines += [
-                f"**Asked {title}** (categories 1-4; adversarial = share of category-5 questions answered "
-                '"not in memory"):',
+                f"**Asked {title}** (categories 1-4; date accuracy = share of the temporal questions whose gold "
+                "answer names one date (n of all temporal) answered with a time within that date, however "
+                'worded; adversarial = share of category-5 questions answered "not in memory"):',
                 "",
-                "| system | F1 | BLEU-1 | ROUGE-L | formation | evidence recall | context tokens | adversarial |",
-                "|---|---|---|---|---|---|---|---|",
+                "| system | F1 | date accuracy | BLEU-1 | ROUGE-L | formation | evidence recall | context tokens | "
+                "adversarial |",
+                "|---|---|---|---|---|---|---|---|---|",
             ]
         for name, s in systems.items():
             q = s if kind == "evidence" else s["at_end"]
@@ -210,8 +246,8 @@ def locomo_markdown(report: dict[str, Any]) -> str:
                 lines.append(f"| {name} | {retrieval} |")
             else:
                 lines.append(
-                    f"| {name} | {_f(q['f1'])} | {_f(q['bleu1'])} | {_f(q['rouge_l'])} | {retrieval} | "
-                    f"{_f(q['f1_adversarial'])} |"
+                    f"| {name} | {_f(q['f1'])} | {_date_cell(q)} | {_f(q['bleu1'])} | {_f(q['rouge_l'])} | "
+                    f"{retrieval} | {_f(q['f1_adversarial'])} |"
                 )
         lines.append("")
     cats = sorted({c for s in systems.values() for kind in PROBES for c in s["by_category"][kind]}, key=int)
