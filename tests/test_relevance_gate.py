@@ -95,3 +95,22 @@ def test_words_match_across_accents_and_forms() -> None:
     weights = word_weights(("malaga", "flights"), 10, {})
     far, topic = np.array([1.0, 0.0]), np.array([0.0, 1.0])
     assert relevance("Zoë booked the flight to Málaga.", far, topic, weights) == 1.0
+
+
+def test_the_benchmark_counts_what_each_threshold_would_decline() -> None:
+    from assistant.bench.locomo import ProbeResult
+    from assistant.bench.locomo_report import _abstention
+
+    def probe(category: int, relevance: float | None) -> ProbeResult:
+        return ProbeResult(
+            "prostream", "c", 0, category, "end", "q", "g", None, None, None, None, None, None, 0, 0.0, None,
+            relevance=relevance,
+        )  # fmt: skip
+
+    rows = [probe(1, 0.22), probe(2, 0.6), probe(5, 0.1), probe(5, 0.3), probe(5, 0.21)]
+    curve = {row["threshold"]: row for row in _abstention(rows)}
+    assert (curve[0.25]["answerable_declined"], curve[0.25]["answerable"]) == (1, 2)
+    assert (curve[0.25]["unanswerable_declined"], curve[0.25]["unanswerable"]) == (2, 3)
+    assert (curve[0.2]["answerable_declined"], curve[0.2]["unanswerable_declined"]) == (0, 1)
+    # A system that records no relevance has no curve.
+    assert _abstention([probe(1, None)]) == []

@@ -85,6 +85,9 @@ class ProbeResult:
     # on resume, so checkpoint rows written before these fields existed still load.
     date_unit: str | None = None
     date_match: float | None = None
+    # The relevance of the nearest line the system recalled (prostream's abstention threshold is
+    # read against it); None for a system without one.
+    relevance: float | None = None
 
 
 @dataclass(frozen=True)
@@ -467,6 +470,7 @@ def _probe(system: System, name: str, p: Probe, kind: str, held: set[int], *, an
         answer_ms=answer_ms,
         date_unit=date_unit,
         date_match=date_match,
+        relevance=context.relevance,
     )
 
 

@@ -112,6 +112,31 @@ def _failures(results: list[ProbeResult], recall_only: bool) -> dict[str, int]:
     return out
 
 
+# Thresholds the abstention curve is read at (`memory.answer.min_relevance`).
+GATE_THRESHOLDS = (0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5)
+
+
+def _abstention(rows: list[ProbeResult]) -> list[dict[str, Any]]:
+    """For each threshold, how many probes (both kinds) of answerable questions (categories 1-4)
+    and of unanswerable ones (5) have no recalled line that relevant: what the gate would decline
+    there without asking the model. Empty for a system that records no relevance."""
+    scored = [r for r in rows if r.relevance is not None]
+    if not scored:
+        return []
+    answerable = [r.relevance for r in scored if r.category != 5]
+    unanswerable = [r.relevance for r in scored if r.category == 5]
+    return [
+        {
+            "threshold": t,
+            "answerable_declined": sum(v < t for v in answerable if v is not None),
+            "answerable": len(answerable),
+            "unanswerable_declined": sum(v < t for v in unanswerable if v is not None),
+            "unanswerable": len(unanswerable),
+        }
+        for t in GATE_THRESHOLDS
+    ]
+
+
 def summarize(run: LocomoRun) -> dict[str, Any]:
     systems: dict[str, Any] = {}
     for name in run.systems:
@@ -142,6 +167,7 @@ def summarize(run: LocomoRun) -> dict[str, Any]:
             "llm_prompt_tokens": sum(t.formation.prompt_tokens for t in totals),
             "llm_completion_tokens": sum(t.formation.completion_tokens for t in totals),
             "failures": {kind: _failures(at[kind], run.recall_only) for kind in PROBES},
+            "abstention": _abstention(rows),
             "management": [
                 {"conversation": c.name, **asdict(s)} for c in run.conversations for s in c.totals[name].samples
             ],
@@ -302,4 +328,20 @@ def locomo_markdown(report: dict[str, Any]) -> str:
         ev, end = s["failures"]["evidence"], s["failures"]["end"]
         keys = ("not_formed", "not_retrieved", last, "no_evidence_ids")
         lines.append(f"| {name} | " + " | ".join(f"{ev[k]} / {end[k]}" for k in keys) + " |")
+    for name, s in systems.items():
+        if not s.get("abstention"):
+            continue
+        lines += [
+            "",
+            f"**{name}'s abstention curve** (both probes): the probes whose nearest recalled line is less "
+            "relevant than each threshold, which `memory.answer.min_relevance` at that value declines unasked:",
+            "",
+            "| threshold | answerable (1-4) declined | unanswerable (5) declined |",
+            "|---|---|---|",
+        ]
+        for row in s["abstention"]:
+            lines.append(
+                f"| {row['threshold']} | {row['answerable_declined']} of {row['answerable']} | "
+                f"{row['unanswerable_declined']} of {row['unanswerable']} |"
+            )
     return "\n".join(lines) + "\n"

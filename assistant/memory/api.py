@@ -67,6 +67,9 @@ class PreparedQuestion:
     retrieval: Retrieval
     prompt: Prompt | None
     retrieval_ms: float
+    # The relevance of the recalled line nearest the question (`memory.relevance`): `prompt` is
+    # None when it is below `answer.min_relevance`.
+    relevance: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -672,8 +675,9 @@ class Memory:
         # Nothing to say: no recalled line comes near the question, in its words or in meaning
         # (`relevance`). The model would only guess; below the threshold the answer is "not
         # mentioned" without asking it. Above it the model may still decline, and that stands.
-        if self._relevance(retrieval, topic) < opts.min_relevance:
-            return PreparedQuestion(retrieval, None, (_time.perf_counter() - t0) * 1000)
+        nearest = self._relevance(retrieval, topic)
+        if nearest < opts.min_relevance:
+            return PreparedQuestion(retrieval, None, (_time.perf_counter() - t0) * 1000, nearest)
         context = build_context(
             self._candidates(retrieval),
             self.tokenizer,
@@ -689,7 +693,7 @@ class Memory:
         if use:
             self._mark_used(list(context.sources))
         return PreparedQuestion(
-            retrieval, build_prompt(retrieval.question, context), (_time.perf_counter() - t0) * 1000
+            retrieval, build_prompt(retrieval.question, context), (_time.perf_counter() - t0) * 1000, nearest
         )
 
     def _relevance(self, retrieval: Retrieval, topic: np.ndarray) -> float:

@@ -96,8 +96,3 @@ def retrieve(
         paths.append(RetrievedPath(scene=scene, event=ev.node, amus=amus, score=score))
     return paths
 
-
-def mark_used(store: Store, paths: list[RetrievedPath], now: float) -> None:
-    """Count a retrieval as a use of every node on the paths it returned."""
-    ids = [n.id for p in paths for n in (p.scene, p.event, *p.amus)]
-    store.touch(ids, now)

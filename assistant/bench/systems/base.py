@@ -33,6 +33,9 @@ class Context:
     retrieval_ms: float
     # Whatever else the system needs to answer from it (prostream: its PreparedQuestion).
     prepared: object = None
+    # How near the question its nearest line comes (prostream's abstention reads it); None for a
+    # system that has no such score.
+    relevance: float | None = None
 
 
 @dataclass(frozen=True)
