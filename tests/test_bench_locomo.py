@@ -170,6 +170,11 @@ def test_bad_options_are_refused_with_a_reason(tmp_path):
 
 @pytest.mark.slow
 def test_every_system_streams_and_answers(tmp_path):
+    """The whole stream through all five systems, and one question answered by each at both probes.
+
+    Which lines each system recalls for every question is checked without the LLM
+    (`test_recall_only_builds_every_context_and_never_opens_the_llm`); here the answers go through.
+    """
     data = locomo_file(tmp_path)
     out_json, out_md = tmp_path / "out" / "r.json", tmp_path / "out" / "r.md"
     out = run(
@@ -178,6 +183,8 @@ def test_every_system_streams_and_answers(tmp_path):
             "locomo",
             "--data",
             str(data),
+            "--limit",
+            "1",
             "--llm",
             "qwen2.5-coder-0.5b-instruct",
             "--json",
@@ -190,7 +197,7 @@ def test_every_system_streams_and_answers(tmp_path):
     assert out.returncode == 0, out.stderr
     report = json.loads(out_json.read_text())
     assert report["format"] == "assistant-bench-locomo/2"
-    assert report["meta"]["conversations"] == [{"name": "tiny-1", "utterances": 11, "questions": 4}]
+    assert report["meta"]["conversations"] == [{"name": "tiny-1", "utterances": 11, "questions": 1}]
     assert report["meta"]["answers"] == "llm" and report["meta"]["probes_use"] is False
     systems = report["systems"]
     assert set(systems) == {"prostream", "rag", "full", "recent-window", "recent"}
@@ -206,16 +213,15 @@ def test_every_system_streams_and_answers(tmp_path):
     for name, s in systems.items():
         assert required <= set(s), name
         assert s["ingest_ms_per_utterance"] > 0 and s["memory_tokens"] > 0
-    # Four questions, two probes each, five systems.
-    assert len(report["questions"]) == 40
+    # One question, two probes, five systems.
+    assert len(report["questions"]) == 10
     by = {(q["system"], q["probe"], q["number"]): q for q in report["questions"]}
-    # RAG and full context keep everything of an 11-turn stream; the short-term buffer shows all it holds.
+    # RAG and full context keep everything of an 11-turn stream.
     assert by[("rag", "end", 0)]["formation"] == 1.0 and by[("full", "end", 0)]["evidence_recall"] == 1.0
-    assert by[("recent", "end", 2)]["formation"] == by[("recent", "end", 2)]["evidence_recall"]
     # The memory still represents the first session's evidence at the end, through its tree.
     assert by[("prostream", "end", 0)]["formation"] == 1.0
-    assert by[("prostream", "evidence", 3)]["formation"] is None  # no gold turn to look for
     for q in report["questions"]:
+        assert q["prediction"] and q["answer_ms"] > 0, q
         assert 0.0 <= q["f1"] <= 1.0 and q["context_tokens"] >= 0
     # Whatever the small model answers, the full history holds Lisbon and it names it.
     assert "lisbon" in by[("full", "evidence", 0)]["prediction"].lower()
@@ -260,12 +266,15 @@ def test_a_checkpoint_keeps_every_answer_and_refuses_another_runs(tmp_path):
 
 @pytest.mark.slow
 def test_a_stopped_run_resumes_from_its_checkpoint_and_asks_only_what_is_missing(tmp_path):
+    # One question per conversation (--limit 1): two probes for each of two systems are four
+    # answers, enough to stop a run between them.
     data, checkpoint = locomo_file(tmp_path), tmp_path / "answers.jsonl"
 
     def bench(name: str, systems: str = "prostream,rag") -> tuple[int, str, dict]:
         out_json = tmp_path / f"{name}.json"
-        args = ["bench", "locomo", "--data", str(data), "--systems", systems, "--llm", "qwen2.5-coder-0.5b-instruct",
-                "--checkpoint", str(checkpoint), "--json", str(out_json)]  # fmt: skip
+        args = ["bench", "locomo", "--data", str(data), "--systems", systems, "--limit", "1",
+                "--llm", "qwen2.5-coder-0.5b-instruct", "--checkpoint", str(checkpoint),
+                "--json", str(out_json)]  # fmt: skip
         out = run(args, tmp_path)
         return out.returncode, out.stderr, json.loads(out_json.read_text()) if out_json.exists() else {}
 
@@ -273,19 +282,22 @@ def test_a_stopped_run_resumes_from_its_checkpoint_and_asks_only_what_is_missing
     assert code == 0, err
     assert first["meta"]["resumed"] == 0
     lines = checkpoint.read_text().splitlines()
-    assert len(lines) == 1 + 16  # the header, then 4 questions x 2 probes x 2 systems
-    # Stopped after five answers, the sixth half written.
-    checkpoint.write_text("\n".join(lines[:6]) + "\n" + lines[6][:40])
+    assert len(lines) == 1 + 4  # the header, then 1 question x 2 probes x 2 systems
+    # Stopped after two answers, the third half written.
+    checkpoint.write_text("\n".join(lines[:3]) + "\n" + lines[3][:40])
     code, err, second = bench("second")
     assert code == 0, err
-    assert second["meta"]["resumed"] == 5 and len(second["questions"]) == 16
+    assert second["meta"]["resumed"] == 2 and len(second["questions"]) == 4
     key = ("system", "probe", "number")
     before = {tuple(q[k] for k in key): q for q in first["questions"]}
-    kept = [json.loads(line) for line in lines[1:6]]
+    kept = [json.loads(line) for line in lines[1:3]]
     for q in kept:  # taken from the checkpoint word for word, timings included: not asked again
         assert q == before[tuple(q[k] for k in key)]
         assert q in second["questions"]
-    assert len(checkpoint.read_text().splitlines()) == 1 + 16
+    # The two missing were asked again: new timings.
+    again = [q for q in second["questions"] if q not in kept]
+    assert len(again) == 2 and all(q["answer_ms"] != before[tuple(q[k] for k in key)]["answer_ms"] for q in again)
+    assert len(checkpoint.read_text().splitlines()) == 1 + 4
     code, err, _ = bench("third", systems="rag")
     assert code == 4 and "belongs to another run (systems was ['prostream', 'rag'], now ['rag'])" in err
 
@@ -339,6 +351,9 @@ def test_recall_only_builds_every_context_and_never_opens_the_llm(tmp_path, monk
         assert r.retrieval_ms >= 0 and r.context_tokens >= 0
     by = {(r.system, r.probe, r.number): r for r in result.results}
     assert by[("full", "end", 2)].evidence_recall == 1.0 and by[("rag", "end", 0)].formation == 1.0
+    # The short-term buffer shows all it holds; a question with no gold turn has nothing to look for.
+    assert by[("recent", "end", 2)].formation == by[("recent", "end", 2)].evidence_recall
+    assert by[("prostream", "evidence", 3)].formation is None
     assert any(r.context_tokens > 0 for r in result.results if r.system == "prostream")
     report = locomo_json(result)
     assert report["meta"]["answers"] == "none"

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from assistant.bench.scale import run_scale
+from assistant.bench.scale import WHERE_LATEST, run_scale
 from assistant.bench.scale_report import scale_json, scale_markdown
 from assistant.bench.scale_result import ScalePoint, ScaleResult
 from assistant.bench.synthetic import SyntheticStream, synthetic_utterances
@@ -109,10 +109,10 @@ def test_probes_prefer_recent_facts_and_say_whether_a_context_is_current_or_stal
 def test_a_small_run_measures_every_size_within_budget(tmp_path):
     calls: list[tuple[int, int]] = []
     data = tmp_path / "scale"
-    # A budget small enough to bind within 300 utterances, so the bound is exercised, not just stated.
+    # A budget small enough to bind within 150 utterances, so the bound is exercised, not just stated.
     result = run_scale(
-        settings(tmp_path, budget={"token_budget": 2048}),
-        [300, 100],
+        settings(tmp_path, budget={"token_budget": 1024}),
+        [150, 50],
         queries=6,
         seed=1,
         data_dir=data,
@@ -120,20 +120,24 @@ def test_a_small_run_measures_every_size_within_budget(tmp_path):
     )
     assert isinstance(result, ScaleResult) and result.distill_mode == "extractive"
     assert (data / "memory.db").exists()
-    assert calls[-1] == (300, 300) and len(calls) == 300
+    assert calls[-1] == (150, 150) and len(calls) == 150
     small, large = result.points
-    assert (small.utterances, large.utterances) == (100, 300)
+    assert (small.utterances, large.utterances) == (50, 150)
     for p in result.points:
-        assert p.window == 100 and p.queries == 6
+        assert p.window == 50 and p.queries == 6
         assert 0 < p.ingest_ms_median <= p.ingest_ms_p95 and p.ingest_ms_mean > 0
         assert 0 < p.retrieval_ms_median <= p.retrieval_ms_p95
         assert 0.0 <= p.hit_rate <= 1.0 and 0.0 <= p.stale_rate <= 1.0 and p.hit_rate + p.stale_rate <= 1.0
-        assert 0 < p.memory_tokens <= p.token_budget == 2048
+        assert 0 < p.memory_tokens <= p.token_budget == 1024
         assert p.scenes > 0 and p.events > 0 and p.amus > 0 and p.nodes == p.scenes + p.events + p.amus
         assert p.archived_utterances == p.utterances
         assert p.blocks_mounted > 0 and p.llm_calls == 0
         assert p.database_bytes > 0 and p.peak_rss_mb > 0
-    assert large.memory_tokens > 0.5 * 2048  # the budget was reached, and held
+        # Every probe's latest line is found somewhere: in the context exactly when the value is.
+        where = dict(p.latest_line)
+        assert sum(where.values()) == p.queries and {k.split("+")[0] for k in where} <= set(WHERE_LATEST)
+        assert where.get("context", 0) == round(p.hit_rate * p.queries)
+    assert large.memory_tokens > 0.5 * 1024  # the budget was reached, and held
     assert large.peak_rss_mb >= small.peak_rss_mb and large.elapsed_s > small.elapsed_s
     ratios = result.ratios
     assert set(ratios) == {"ingest_ms_median", "ingest_ms_p95", "ingest_ms_mean", "retrieval_ms_median",
@@ -142,16 +146,16 @@ def test_a_small_run_measures_every_size_within_budget(tmp_path):
     assert ratios["ingest_ms_median"] == pytest.approx(large.ingest_ms_median / small.ingest_ms_median)
 
     md = scale_markdown(result)
-    assert "extractive" in md and "| 100 |" in md and "| 300 |" in md and "Largest / smallest, 300 / 100" in md
+    assert "extractive" in md and "| 50 |" in md and "| 150 |" in md and "Largest / smallest, 150 / 50" in md
     assert f"{result.machine.cpus} CPU cores" in md and "all-minilm-l6-v2" in md
     payload = json.loads(json.dumps(scale_json(result)))
-    assert payload["distill_mode"] == "extractive" and [p["utterances"] for p in payload["points"]] == [100, 300]
+    assert payload["distill_mode"] == "extractive" and [p["utterances"] for p in payload["points"]] == [50, 150]
     assert payload["ratios"]["retrieval_ms_p95"] == pytest.approx(ratios["retrieval_ms_p95"])
 
     # The verdicts: flat when the judged ratios stay within 1.5x, read again from the first full size.
     def at(size: int, tokens: int, ms: float) -> ScalePoint:
-        return replace(small, utterances=size, memory_tokens=tokens, ingest_ms_median=ms, ingest_ms_mean=ms,
-                       retrieval_ms_median=ms)  # fmt: skip
+        return replace(small, utterances=size, token_budget=2048, memory_tokens=tokens, ingest_ms_median=ms,
+                       ingest_ms_mean=ms, retrieval_ms_median=ms)  # fmt: skip
 
     grew = replace(result, points=(at(100, 500, 10.0), at(1000, 2040, 30.0), at(10000, 2048, 33.0)))
     assert grew.flat is False and grew.full_from is grew.points[1] and grew.flat_when_full is True
@@ -160,7 +164,7 @@ def test_a_small_run_measures_every_size_within_budget(tmp_path):
     never_full = replace(result, points=(at(100, 500, 10.0), at(1000, 900, 11.0)))
     assert never_full.flat is True and never_full.full_from is None and never_full.flat_when_full is None
 
-    # Utterances 101-200 lie before the 300 point's timed window: they were embedded ahead.
+    # Utterances 51-100 lie before the 150 point's timed window: they were embedded ahead.
     assert result.embedded_ahead and "embedded ahead in batches" in md and payload["embedded_ahead"] is True
 
     # A used data directory would measure something else: refused before anything loads.
@@ -170,8 +174,9 @@ def test_a_small_run_measures_every_size_within_budget(tmp_path):
 
 def test_embedding_ahead_builds_the_memory_that_inline_embedding_builds(tmp_path):
     def run(ahead: bool) -> ScaleResult:
-        return run_scale(settings(tmp_path / str(ahead), budget={"token_budget": 2048}), [100, 400], queries=4,
-                         seed=2, embed_ahead=ahead)  # fmt: skip
+        # Utterances 41-140 lie between the timed windows (20 each), under a budget that binds.
+        return run_scale(settings(tmp_path / str(ahead), budget={"token_budget": 1024}), [40, 160], queries=4,
+                         seed=2, embed_ahead=ahead, window=20)  # fmt: skip
 
     inline, ahead = run(False), run(True)
     assert not inline.embedded_ahead and ahead.embedded_ahead

@@ -11,8 +11,6 @@ import pytest
 from assistant.llm import load_tokenizer
 from assistant.memory.answer import (
     DONT_KNOW,
-    asks_for_a_day,
-    asks_yes_or_no,
     build_prompt,
     cited_evidence,
     frame,
@@ -51,11 +49,11 @@ def test_lines_are_shown_by_day_in_time_order_with_their_dates_resolved():
     ]
     text = render(lines, LISBON)
     assert text == (
-        "14 August 2023:\n"
+        "Monday 14 August 2023:\n"
         "Sam: How was your weekend?\n"
         "\n"
-        "15 August 2023:\n"
-        "Ana: I went to the support group yesterday (14 August 2023)."
+        "Tuesday 15 August 2023:\n"
+        "Ana: I went to the support group yesterday (Monday 14 August 2023)."
     )
     # No clock times, unit counts or numbered citations for a small model to copy.
     assert not re.search(r"\d\d:\d\d|amu|\[\d+\]", text)
@@ -76,23 +74,23 @@ def test_the_cap_drops_the_least_relevant_lines_first(tokenizer):
 def test_repeated_lines_are_quoted_once_and_long_lines_are_cut_to_what_matches(tokenizer):
     long = _ev(
         3,
-        "Melanie",
-        "Hey Caroline! So good to hear from you. The kids are fine. "
-        "I signed up for a pottery class yesterday and loved it. Anyway, how is work going for you these days?",
+        "Tomás",
+        "Hey Ingrid! So good to hear from you. The kids are fine. "
+        "I signed up for a woodworking class yesterday and loved it. Anyway, how is work going for you these days?",
         MONDAY,
     )
     candidates = [
-        Candidate(_ev(1, "Ana", "I love pottery.", MONDAY)),
-        Candidate(_ev(2, "Ana", "I love pottery!", MONDAY + 5)),
+        Candidate(_ev(1, "Ana", "I love woodworking.", MONDAY)),
+        Candidate(_ev(2, "Ana", "I love woodworking!", MONDAY + 5)),
         Candidate(_ev(4, "Sam", "Nice.", MONDAY + 9)),
         Candidate(long),
     ]
-    context = build_context(candidates, tokenizer, 300, LISBON, terms=("pottery", "class"), whole=2, trim_above=20)
+    context = build_context(candidates, tokenizer, 300, LISBON, terms=("woodworking", "class"), whole=2, trim_above=20)
     assert [e.utterance_id for e in context.sources] == [1, 3, 4]
-    assert "I signed up for a pottery class yesterday (13 August 2023) and loved it." in context.text
+    assert "I signed up for a woodworking class yesterday (Sunday 13 August 2023) and loved it." in context.text
     assert "how is work going" not in context.text and "…" in context.text
     # Lines within the first `whole` are never cut.
-    whole = build_context([Candidate(long)], tokenizer, 300, LISBON, terms=("pottery",), whole=1, trim_above=20)
+    whole = build_context([Candidate(long)], tokenizer, 300, LISBON, terms=("woodworking",), whole=1, trim_above=20)
     assert "how is work going" in whole.text
 
 
@@ -231,28 +229,13 @@ def test_the_frame_asks_for_a_short_answer_after_the_context():
     prefix = user[: user.index("Question:")]
     assert other.startswith(prefix)
     assert frame("", "Anything?")[-1]["content"].count("(none)") == 1
-    # Only a question that asks for a day is told where the notes put dates: the rule cost the
-    # other kinds of question when told to all (BENCHMARKS.md).
-    assert "parentheses" in user and "date above the line" in user
-    for question in ("Who is going?", "How long ago was the trip?", "What year was the trip?"):
-        assert "parentheses" not in frame("", question)[-1]["content"], question
-    assert asks_for_a_day("On which day is the trip?") and asks_for_a_day("  what date did Sam say?")
+    # The notes say how to read their dates, to every question alike.
+    assert "under the day it was said" in user and "date in parentheses" in user
 
 
-def test_only_a_question_asking_yes_or_no_is_told_to_begin_with_one():
-    for question in ("Did Sam book the flights?", "Would Priya enjoy Lisbon?", " is the trip in May?"):
-        assert asks_yes_or_no(question), question
-        assert "begin with yes or no" in frame("", question)[-1]["content"], question
-    for question in ("When is the trip?", "Is the trip in May or in June?", "Who did Sam call?", "Island hopping?"):
-        assert not asks_yes_or_no(question), question
-        assert "yes or no" not in frame("", question)[-1]["content"], question
-    # "did" after "When" does not make it one.
-    assert asks_for_a_day("When did Sam say?") and not asks_yes_or_no("When did Sam say?")
-
-
-def test_only_a_question_asking_for_a_day_sees_named_days_written_out(tmp_path):
-    """The context the memory builds: "the fourteenth of May" gets the date it means for "When do
-    we fly out?", and stays as said for any other question (BENCHMARKS.md, "Answering when")."""
+def test_a_named_day_is_written_out_for_every_question(tmp_path):
+    """The context the memory builds: "the fourteenth of May" gets the date it means, whatever
+    the question, and the answer is traced through the date the model read."""
     mem = open_memory(tmp_path / "data")
     said = datetime(2026, 11, 16, 9, 2, tzinfo=UTC).timestamp()
     mem.add_many(
@@ -261,22 +244,29 @@ def test_only_a_question_asking_for_a_day_sees_named_days_written_out(tmp_path):
             Utterance("Priya", "I am allergic to peanuts, so I always ask them first.", said + 60),
         ]
     )
-    written = "We fly out on the fourteenth of May (14 May 2027) and come back on the nineteenth (19 May 2027)."
+    written = (
+        "We fly out on the fourteenth of May (Friday 14 May 2027) "
+        "and come back on the nineteenth (Wednesday 19 May 2027)."
+    )
     when = mem.prepare("When do we fly out?", use=False).prompt
-    other = mem.prepare("Who will come back?", use=False).prompt
+    other = mem.prepare("Do you remember who will come back?", use=False).prompt
     mem.close()
     assert when is not None and other is not None
-    assert written in when.messages[-1]["content"] and when.named_days
-    assert "fourteenth of May and come back" in other.messages[-1]["content"] and not other.named_days
-    assert "(14 May 2027)" not in other.messages[-1]["content"]
-    # The answer is traced through the date the model read.
+    assert written in when.messages[-1]["content"] and written in other.messages[-1]["content"]
     assert cited_evidence("14 May 2027", when, UTC)[0].text.startswith("We fly out")
 
 
-def test_not_mentioned_is_read_as_not_knowing_and_cites_nothing():
-    assert says_unknown(DONT_KNOW) and says_unknown("Not mentioned in the notes.") and says_unknown("I don't know")
+def test_not_mentioned_is_read_as_not_knowing_and_cites_nothing(tokenizer):
+    unknowing = (DONT_KNOW, "Not mentioned in the notes.", "I don't know")
+    assert all(says_unknown(reply) for reply in unknowing)
     assert not says_unknown("7 May 2023")
     assert strip_citations("In May [1][2].") == "In May."
+    went = _ev(1, "Ana", "I went to the support group yesterday.", MONDAY)
+    prompt = build_prompt("When?", build_context([Candidate(went)], tokenizer, 300, LISBON))
+    # The context holds a line an answer can rest on; a reply that does not know rests on none.
+    assert cited_evidence("The support group, yesterday.", prompt, LISBON) == (went,)
+    for reply in unknowing:
+        assert cited_evidence(reply, prompt, LISBON) == (), reply
 
 
 def test_an_answer_is_traced_to_the_lines_it_rests_on(tokenizer):

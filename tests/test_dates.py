@@ -436,7 +436,8 @@ def test_annotate_writes_the_phrase_beside_the_words() -> None:
         # ...but after a day named with its month, a bare day takes that month.
         (
             "We fly out on the fourteenth of May and come back on the nineteenth.",
-            "We fly out on the fourteenth of May (Sunday 14 May 2023) and come back on the nineteenth (Friday 19 May 2023).",
+            "We fly out on the fourteenth of May (Sunday 14 May 2023) "
+            "and come back on the nineteenth (Friday 19 May 2023).",
         ),
         (
             "On May 3rd I left, the second time I was the first.",

@@ -104,11 +104,17 @@ def test_search_limited_to_a_speaker_and_a_window(daemon: DaemonProcess) -> None
         "inferred": [],
     }
     assert {"lines", "paths", "short_term", "replies", "relevance", "question"} <= found.keys()
-    assert all(inside(line, found["filter"]) for line in found["lines"]), found["lines"]
-    assert all(inside(u, found["filter"]) for u in found["short_term"]), found["short_term"]
-    assert all(inside(u, found["filter"]) for u in found["replies"]), found["replies"]
+    # Sam spoke three times that morning (09:02 to 09:05 UTC).
+    assert found["lines"] and all(inside(line, found["filter"]) for line in found["lines"]), found["lines"]
     for line in found["lines"]:
         assert set(line) == {"utterance_id", "speaker", "time", "text", "score", "found_by"}
+    # The short-term buffer holds the last ten lines, all three speakers', and the reply to a best
+    # match may be anyone's: each of the three parts keeps to Sam's lines of the 17th.
+    status, found = post(daemon, "/search", {"question": "the design review", "speaker": "Sam", "since": "2026-11-17"})
+    assert status == 200, found
+    assert found["filter"]["speaker"] == "Sam" and found["filter"]["since"] == tokyo("2026-11-17T00:00")
+    for part in ("lines", "short_term", "replies"):
+        assert found[part] and all(inside(u, found["filter"]) for u in found[part]), (part, found[part])
 
 
 def test_search_takes_epoch_seconds_and_speaker_ids(daemon: DaemonProcess) -> None:
@@ -116,7 +122,8 @@ def test_search_takes_epoch_seconds_and_speaker_ids(daemon: DaemonProcess) -> No
     status, found = post(daemon, "/search", {"question": "the beta", "since": since, "until": int(until), "speaker": 2})
     assert status == 200, found
     assert found["filter"] == {"since": since, "until": until, "speaker": "Priya", "inferred": []}
-    assert all(inside(line, found["filter"]) for line in found["lines"]), found["lines"]
+    # Priya's two lines about the beta, at 10:00 and 10:01:30.
+    assert len(found["lines"]) == 2 and all(inside(line, found["filter"]) for line in found["lines"]), found
     # The best match for the dog is Sam's question to Priya; her reply, which shares no word with
     # it, comes back as the reply to the best match.
     status, found = post(daemon, "/search", {"question": "Who is looking after the dog?", "speaker": 2})
@@ -245,5 +252,7 @@ def test_an_answers_evidence_keeps_inside_its_filter(daemon: DaemonProcess) -> N
     assert status == 200, lines
     answer = lines[-1]
     assert answer["type"] == "answer", lines
-    # Whether the small test model cites anything varies; whatever it cites is Priya's.
+    # Priya's own line says who: the answer rests on it, and on nothing outside the filter.
+    assert answer["knows"] and answer["evidence"], answer
     assert all(inside(e, answer["filter"]) for e in answer["evidence"]), answer["evidence"]
+    assert any("Biscuit" in e["text"] for e in answer["evidence"]), answer["evidence"]

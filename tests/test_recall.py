@@ -94,19 +94,30 @@ def test_reading_a_question():
 
 def test_lexical_index_holds_exactly_what_the_memory_holds(memory):
     check_invariants(memory)  # memory_lines == node sources + buffers
-    assert _lexical(memory, "zorblat")
-    # Deleting the event that rests on a line lets it go from the index (nothing else holds it).
-    (uid,) = _lexical(memory, "zorblat")
-    events = [n for n in memory.store.nodes_by_id(memory.store.node_ids_of([uid])[uid]) if n.level.value == "event"]
-    for event in events:
-        memory.delete(event.id)
-    holders = memory.store.db.scalar(
-        "SELECT count(*) FROM (SELECT 1 FROM node_sources WHERE utterance_id = ? "
-        "UNION ALL SELECT 1 FROM stsb WHERE utterance_id = ? UNION ALL SELECT 1 FROM pending_utterances "
-        "WHERE utterance_id = ?)",
-        (uid, uid, uid),
-    )
-    assert (uid in _lexical(memory, "zorblat")) == (holders > 0)
+
+    def delete_events_on(word: str) -> tuple[int, int, int]:
+        """Delete the events resting on the one line holding `word`: that line, and what holds it then
+        (node sources, the short-term buffer)."""
+        (uid,) = _lexical(memory, word)
+        nodes = memory.store.nodes_by_id(memory.store.node_ids_of([uid])[uid])
+        events = [n for n in nodes if n.level.value == "event"]
+        assert events, word
+        for event in events:
+            memory.delete(event.id)
+        db = memory.store.db
+        sources = db.scalar("SELECT count(*) FROM node_sources WHERE utterance_id = ?", (uid,))
+        buffered = db.scalar("SELECT count(*) FROM stsb WHERE utterance_id = ?", (uid,))
+        return uid, sources, buffered
+
+    # The first line of day 0 has left the short-term buffer: its event was all that held it, and
+    # with the event gone it goes from the index.
+    uid, sources, buffered = delete_events_on("fourteenth")
+    assert (sources, buffered) == (0, 0)
+    assert uid not in _lexical(memory, "fourteenth")
+    # Day 2's line is still in the buffer too: it stays findable.
+    uid, sources, buffered = delete_events_on("zorblat")
+    assert (sources, buffered) == (0, 1)
+    assert _lexical(memory, "zorblat") == [uid]
     check_invariants(memory)
 
 
@@ -173,13 +184,37 @@ def test_recall_is_limited_by_speaker_and_time(memory):
         memory.search("trip", since=T0 + DAY, until=T0)
 
 
-def test_utility_breaks_ties_but_does_not_rank(memory):
+def test_utility_breaks_ties_but_does_not_rank(memory, tmp_path):
     before = [r.evidence.utterance_id for r in memory.search("Lisbon trip hotel", now=T0 + 6 * DAY).lines]
     for _ in range(5):
         memory.search("the beagle Biscuit", use=True, now=T0 + 6 * DAY)
     after = [r.evidence.utterance_id for r in memory.search("Lisbon trip hotel", now=T0 + 6 * DAY).lines]
     # Five uses of the dog's lines do not lift them above the lines about the trip.
     assert after[:3] == before[:3]
+
+    # A tie: one line each from the lexical and the dense arm, both first in theirs, fuse to the
+    # same score. Utility decides: the more recent line first, until the other is used.
+    tied = open_memory(
+        tmp_path / "tied",
+        stsb={"max_gap_seconds": 3600},
+        retrieval={"lexical_k": 1, "dense_k": 1, "tree": False, "reply_lines": 0},
+    )
+    try:
+        _fill(tied)
+        now = T0 + 6 * DAY
+
+        def order() -> list[str]:
+            lines = tied.search("hotel shoes", now=now).lines
+            assert len(lines) == 2 and lines[0].score - lines[1].score < 1e-5, lines  # fused alike
+            return [r.evidence.text.split()[:3] for r in lines]
+
+        shoes, hotel = ["These", "shoes", "are"], ["Great,", "I", "booked"]
+        assert order() == [shoes, hotel]  # said on day 2, the hotel on day 0
+        for _ in range(3):
+            tied.search("the hotel near the harbour", use=True, now=now)
+        assert order() == [hotel, shoes]
+    finally:
+        tied.close()
 
 
 def test_recall_stays_on_what_the_memory_holds_after_a_restart(tmp_path):
@@ -209,6 +244,8 @@ def test_lexical_index_is_built_for_a_database_of_an_earlier_version(tmp_path):
     # ... and what the later ones made.
     db.execute("DROP TABLE utterance_voices")
     db.execute("DELETE FROM migrations WHERE name = '0004_utterance_voices'")
+    db.execute("DROP TABLE supersessions")
+    db.execute("DELETE FROM migrations WHERE name = '0005_supersessions'")
     db.execute("PRAGMA user_version = 2")
     mem.close()
     upgraded = open_memory(data)

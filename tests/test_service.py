@@ -201,11 +201,23 @@ def test_status_without_a_daemon_reads_the_database_and_loads_no_model(tmp_path,
 
 @pytest.mark.slow
 def test_an_answer_through_the_daemon_is_the_record_the_local_memory_gives(both):
-    _local, _remote, client, _settings = both
+    _local, _remote, client, settings = both
     items = list(client.ask(QUESTION, speaker="Alex"))
     answer = items[-1]
     assert isinstance(answer, Answer) and all(isinstance(piece, str) for piece in items[:-1])
+    # The same question asked of the database here, by the same model with the same settings.
+    with LocalMemory(settings) as local:
+        here = list(local.ask(QUESTION, speaker="Alex"))[-1]
+    assert isinstance(here, Answer)
+    assert (answer.text, answer.evidence, answer.knows, answer.filter) == (
+        here.text,
+        here.evidence,
+        here.knows,
+        here.filter,
+    )
     assert answer.filter == RecallFilter(speaker="Alex")
+    # Limited to Alex, the answer rests on some of Alex's lines and on nobody else's.
+    assert answer.knows and answer.evidence, answer
     assert all(isinstance(e, Evidence) and e.speaker == "Alex" for e in answer.evidence)
 
 

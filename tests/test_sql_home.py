@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import ast
 import re
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -20,8 +22,8 @@ RUNS_SQL = {"execute", "executemany", "executescript"}
 # The store's query helpers (`db.all(sql)`, `db.one(sql)`, `db.scalar(sql)`): SQL when given text.
 QUERIES = {"all", "one", "scalar"}
 
-# A string that opens like a statement (or a parenthesised subquery). Keywords in capitals, as
-# this project writes SQL, so that a sentence such as "Select a speaker from the list" is not one.
+# A string that opens like a statement (or a parenthesised subquery), in capitals as this project
+# writes SQL; `sql_shaped` reads the same shapes in small letters.
 SQL_SHAPED = re.compile(
     r"""^\s*\(?\s*(
         SELECT\b.*\bFROM\b
@@ -37,6 +39,36 @@ SQL_SHAPED = re.compile(
     )""",
     re.VERBOSE | re.DOTALL,
 )
+# SQLite's parser errors that say a text is no statement at all (others, "no such table" or a
+# missing binding, come after the text was read as one).
+NOT_SQL = ("syntax error", "incomplete input", "unrecognized token")
+
+
+def parses_as_sql(text: str) -> bool:
+    """Whether SQLite's own parser reads `text` (an f-string's fields as a name) as a statement."""
+    statement = text.strip().replace("{}", "x")
+    if statement.startswith("(") and statement.endswith(")"):
+        statement = statement[1:-1]
+    try:
+        with closing(sqlite3.connect(":memory:")) as db:
+            db.execute("EXPLAIN " + statement)
+    except sqlite3.OperationalError as exc:
+        return not any(why in str(exc) for why in NOT_SQL)
+    except sqlite3.ProgrammingError:  # parsed, then short of bindings, or more than one statement
+        return True
+    return True
+
+
+def sql_shaped(text: str) -> bool:
+    """SQL in this project's capitals, or the same shapes in small letters that SQLite parses.
+
+    A sentence opens with a capital ("Select a speaker from the list"), and small-letter prose
+    rarely parses ("select the speakers you mean from this list" does not).
+    """
+    if SQL_SHAPED.match(text):
+        return True
+    small = re.match(r"\s*\(?\s*[a-z]+\b", text) is not None
+    return small and bool(SQL_SHAPED.match(text.upper())) and parses_as_sql(text)
 
 
 def text_of(node: ast.AST) -> str | None:
@@ -79,7 +111,7 @@ def sql_in(source: str, filename: str) -> list[str]:
         if id(node) in prose:
             continue
         text = text_of(node)
-        if text is not None and SQL_SHAPED.match(text):
+        if text is not None and sql_shaped(text):
             found.setdefault(node.lineno, f"SQL in a string: {text.strip()[:60]!r}")
     return [f"{filename}:{line} {what}" for line, what in sorted(found.items())]
 
@@ -115,6 +147,8 @@ def f(store, table, n):
     w = "(SELECT block_id FROM pending_utterances)"
     label = "Select a speaker from the list"
     ok = "Forget everything said since Monday"
+    query = "select id from nodes where time >= ?"
+    hint = "select the speakers you mean from this list"
     return np.all(rows), any(r for r in rows)
 '''
     assert sql_in(source, "m.py") == [
@@ -124,4 +158,5 @@ def f(store, table, n):
         "m.py:13 SQL in a string: 'DELETE FROM {}'",
         "m.py:14 SQL in a string: 'UPDATE nodes SET text = ?'",
         "m.py:15 SQL in a string: '(SELECT block_id FROM pending_utterances)'",
+        "m.py:18 SQL in a string: 'select id from nodes where time >= ?'",
     ]

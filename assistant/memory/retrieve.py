@@ -95,4 +95,3 @@ def retrieve(
         score = max([ev.cos] + [c for c, _ in by_event.get(ev.node.id, [])])
         paths.append(RetrievedPath(scene=scene, event=ev.node, amus=amus, score=score))
     return paths
-
