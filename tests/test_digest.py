@@ -3,9 +3,12 @@ stored now.
 
 A scripted conversation over two days is filed into a real memory (extractive distillation);
 the commitments' LLM is stood in for by a judge that accepts every candidate, so these tests
-check what the digest is built from and what it may cite without loading the model. The LLM's
-own part is measured on hand-labelled dialogues (tests/fixtures/commitments.jsonl) in the slow
-tests, which also ask a real daemon for the same digest.
+check what the grammar picks, the words and dates it gives, and what the digest may cite,
+without loading the model. Three everyday days of home and work talk written for these tests
+(tests/fixtures/digest/everyday.json) say which lines commit whom to what and by when, and which
+do not (past acts, requests declined, someone else's plan). The LLM's own part is measured in
+the slow tests on hand-labelled dialogues (tests/fixtures/commitments.jsonl) and on the everyday
+days with LLM-written topics, which must keep who did what; one also asks a real daemon.
 """
 
 from __future__ import annotations
@@ -29,11 +32,12 @@ from assistant.daemon.client import DaemonClient, DaemonRefused
 from assistant.errors import InputError
 from assistant.memory import commitments
 from assistant.memory.api import Memory
-from assistant.memory.commitments import Candidate, LLMJudge, Verdict, candidates, deadline, grounded
+from assistant.memory.commitments import Candidate, LLMJudge, Verdict, candidates, deadline, grammar
 from assistant.memory.deadlines import due_date
 from assistant.memory.notes import write_note
 from assistant.memory.service import LocalMemory
-from assistant.records import Digest, ForgetFilter, Utterance
+from assistant.memory.topics import checked, misattributed
+from assistant.records import Digest, Evidence, ForgetFilter, Utterance
 from assistant.wire import from_json, to_json
 
 from .conftest import overrides
@@ -79,7 +83,7 @@ class AcceptEverything:
 
     def __call__(self, batch: Sequence[Candidate]) -> list[Verdict]:
         self.calls += 1
-        return [Verdict(True, grounded("", c)) for c in batch]
+        return [Verdict(True, c.what) for c in batch]
 
 
 def settings_for(data_dir: Path, llm: str | None = None, threads: int | None = None):
@@ -138,17 +142,20 @@ def test_the_detector_keeps_every_labelled_commitment_and_drops_what_grammar_rul
     sure = next(c for c in picked.values() if c.utterance.text == "Sure, I'll do it after lunch.")
     assert sure.request is not None and "meeting room" in sure.request.text
     assert deadline(sure) == "after lunch"
-    assert grounded("", sure) == "book the big meeting room for Friday afternoon"
+    assert sure.what == "book the big meeting room for Friday afternoon"
 
 
-def test_an_action_the_model_made_up_is_replaced_by_the_words_said():
-    said = candidates([Utterance("Jo", "I'll drive you to the hospital on Tuesday.", 0.0, 1)])[0]
-    assert grounded("drive Jo's mother to the hospital", said) == "drive you to the hospital"
-    assert grounded("drive to the hospital", said) == "drive to the hospital"
-    assert grounded("drive", said) == "drive you to the hospital"  # a bare verb says too little
+def test_the_action_is_the_words_said_whatever_the_model_calls_it():
+    said = candidates([Utterance("Jo", "I'll drive you to the hospital on Tuesday.", 0.0, 1)])
+    assert (said[0].what, said[0].due) == ("drive you to the hospital", "on Tuesday")
+    reply = json.dumps({"lines": [{"line": 1, "kind": "promise", "what": "drive Jo's mother to the hospital"}]})
+    assert commitments.read_reply(reply, said) == [Verdict(True, "drive you to the hospital")]
     asked = "Would you mind picking up the chairs from the church hall?"
     sure = candidates([Utterance("Eva", asked, 0.0, 1), Utterance("Raj", "Of course, will do.", 1.0, 2)])[0]
-    assert grounded("will do", sure) == "pick up the chairs from the church hall"  # the request's action
+    assert sure.what == "pick up the chairs from the church hall"  # the request's action, in plain form
+    asked = "Can you pick up milk on your way home?"
+    milk = candidates([Utterance("Eva", asked, 0.0, 1), Utterance("Lee", "No problem.", 1.0, 2)])[0]
+    assert milk.what == "pick up milk on their way home"  # the one asked tells of their own way
 
 
 def test_a_reply_that_is_not_json_or_misnumbers_its_lines_confirms_nothing():
@@ -279,6 +286,163 @@ def test_a_digest_goes_over_the_wire_and_back_whole(two_days):
     assert from_json(Digest, json.loads(json.dumps(to_json(digest)))) == digest
 
 
+# --- everyday days: what was said, and who will do what ------------------------------------------
+
+EVERYDAY = json.loads((Path(__file__).parent / "fixtures" / "digest" / "everyday.json").read_text(encoding="utf-8"))
+EVERYDAY_ZONE = ZoneInfo(EVERYDAY["zone"])
+
+
+def everyday_lines() -> list[dict]:
+    return sorted(EVERYDAY["lines"], key=lambda line: (line["day"], line["time"]))
+
+
+def everyday_utterances() -> list[Utterance]:
+    def when(line: dict) -> float:
+        return datetime.fromisoformat(f"{line['day']}T{line['time']}").replace(tzinfo=EVERYDAY_ZONE).timestamp()
+
+    return [Utterance(line["speaker"], line["text"], when(line)) for line in everyday_lines()]
+
+
+def everyday_memory(data_dir: Path, llm: str | None = None, threads: int | None = None) -> Memory:
+    sections: dict = {"memory": {"distill": {"mode": "extractive"}}, "time_zone": EVERYDAY["zone"]}
+    if llm is not None:
+        sections["models"] = {"llm": llm}
+    if threads is not None:
+        sections["llm"] = {"n_threads": threads}
+    mem = Memory(load_settings(user_file=data_dir / "none.yaml", overrides=overrides(data_dir, **sections)))
+    mem.add_many(everyday_utterances())
+    return mem
+
+
+def said_plainly(who: str, what: str) -> bool:
+    """ "<who> will <what>" reads as English: the verb after "will" is in its plain form (VB), never
+    a past tense or participle ("Tom will ordered")."""
+    doc = grammar()(f"{who} will {what}.")
+    verb = doc[[t.lower_ for t in doc].index("will") + 1]
+    return verb.tag_ == "VB"
+
+
+def check_commitments(found: Sequence, lines: Sequence[dict], *, model_may_drop: bool) -> None:
+    """The digest's commitments against the fixture: exactly the expected ones (who, the words, the
+    time words and their day), each cited to its line (and to the request a yes answers), each
+    grammatical. With a judge that confirms every candidate, the lines only the model can rule out
+    ("we'll see") are listed too; the grammar's own exclusions never are."""
+    by_text = {line["text"]: line for line in lines}
+    listed = {c.evidence[0].text: c for c in found}
+    assert len(listed) == len(found), "one commitment a line"
+    expected = {t for t, line in by_text.items() if "commitment" in line}
+    model_only = {t for t, line in by_text.items() if line.get("grammar") is False}
+    ruled_out = {t for t, line in by_text.items() if line.get("grammar") is True}
+    assert not set(listed) & ruled_out, sorted(set(listed) & ruled_out)
+    if model_may_drop:
+        assert set(listed) <= expected | model_only
+    else:
+        assert set(listed) == expected | model_only, sorted(set(listed) ^ (expected | model_only))
+    for text, c in listed.items():
+        assert said_plainly(c.who, c.what), f"{c.who} will {c.what}"
+        assert c.evidence[0].speaker == by_text[text]["speaker"] == c.who
+        if text in expected:
+            want = by_text[text]["commitment"]
+            assert (c.who, c.what, c.due, c.due_date) == (want["who"], want["what"], want["due"], want["due_date"])
+    for c in found:
+        if len(c.evidence) > 1:  # a yes cites the request it answers, said just before by someone else
+            assert c.evidence[1].speaker != c.who and c.evidence[1].time < c.evidence[0].time
+
+
+def test_everyday_days_list_exactly_the_commitments_said_each_in_words_and_cited(tmp_path):
+    with everyday_memory(tmp_path / "data") as mem:
+        mem.commitment_judge = AcceptEverything()
+        for day in sorted({line["day"] for line in everyday_lines()}):
+            digest = mem.digest(day)
+            lines = [line for line in everyday_lines() if line["day"] == day]
+            assert digest.utterances == len(lines)
+            check_commitments(digest.commitments, lines, model_may_drop=False)
+            # The topics quote the day's lines (extractive): each act stays with who said it.
+            for topic in digest.topics:
+                assert topic_misattributions(topic, lines) == [], topic.text
+
+
+def test_a_past_act_is_no_commitment_whatever_its_time_words_and_a_plan_needs_its_time_ahead():
+    zone = EVERYDAY_ZONE
+    nine = datetime(2026, 3, 9, 9, 0, tzinfo=zone).timestamp()
+
+    def picked(text: str) -> list[tuple[str, str | None]]:
+        return [(c.what, c.due) for c in candidates([Utterance("Ana", text, nine, 1)], zone)]
+
+    assert picked("I ordered the cushions this morning.") == []
+    assert picked("I have booked the table for Friday.") == []
+    assert picked("I'm working from home this morning.") == []  # said at nine: not ahead
+    assert picked("I'm working from home tomorrow.") == [("work from home", "tomorrow")]
+    assert picked("I will order the cushions this afternoon.") == [("order the cushions", "this afternoon")]
+    assert picked("If I have time, I'll paint the fence.") == [("paint the fence", None)]  # the act is not in the if
+    assert picked("I would paint the fence if I had time.") == []
+    assert picked("Sam will paint the fence on Friday.") == []  # someone else's plan
+
+
+def test_a_topic_that_gives_an_act_to_the_wrong_person_or_makes_one_up_quotes_its_line_instead():
+    said = [
+        ("Tom", "I invited my parents to dinner on Saturday, by the way."),
+        ("Maya", "Then I'm going to bake the lemon cake on Friday."),
+        ("Maya", "Tom is driving me to the airport on Friday morning."),
+    ]
+    lines = [Evidence(utterance_id=n, speaker=who, time=float(n), text=text) for n, (who, text) in enumerate(said)]
+    kept = [
+        "Tom invited his parents to dinner and Maya will bake a lemon cake",
+        "Tom will drive Maya to the airport",
+        "Tom and Maya discuss dinner plans with Tom's parents",
+        "Maya: Then I'm going to bake the lemon cake on Friday.",  # a quote, as extractive events are
+    ]
+    for topic in kept:
+        assert checked(topic, lines) == topic
+    replaced = {
+        "Tom and Maya bake a lemon cake for dinner": "Maya: Then I'm going to bake the lemon cake on Friday.",
+        "Maya invited Tom's parents to dinner": "Tom: I invited my parents to dinner on Saturday, by the way.",
+        "Maya drives to the airport on Friday": "Maya: Tom is driving me to the airport on Friday morning.",
+    }
+    for topic, quoted in replaced.items():
+        assert checked(topic, lines) == quoted
+    assert misattributed("Tom sent the invitations for a barbecue", lines) == ["Tom send (nobody spoke of it)"]
+    assert misattributed("Tom invites Maya to dinner on Saturday", lines) == ["Tom invite Maya"]  # not whom he asked
+    # Written by the 0.5B for the second everyday day: two lines' acts run together, with Mum the
+    # one to get compost as spaCy reads it.
+    day = [line for line in everyday_lines() if line["day"] == "2026-03-10"]
+    cited = [Evidence(utterance_id=n, speaker=x["speaker"], time=float(n), text=x["text"]) for n, x in enumerate(day)]
+    quoted = "Tom: Fine, I'll ring Mum tomorrow morning."
+    assert checked("Tom rings Mum tomorrow morning to get compost", cited) == quoted
+    # Cited without the line that names Mum, it gives an act to someone its lines never name.
+    got = misattributed("Tom rings Mum tomorrow morning to get compost", cited[-2:])
+    assert got == ["Mum get (not in these lines)"]
+    # Also by the 0.5B, on the first day: Maya booked the projector; Leo offered to book the room.
+    first = [line for line in everyday_lines() if line["day"] == "2026-03-09"][-2:]
+    work = [Evidence(utterance_id=n, speaker=x["speaker"], time=float(n), text=x["text"]) for n, x in enumerate(first)]
+    assert misattributed("Maya and Leo booked the projector last week for the client review", work) == [
+        "Leo book projector"
+    ]
+
+
+def topic_misattributions(topic, lines: Sequence[dict]) -> list[str]:
+    """Acts a topic gives to someone the fixture says did not do them, or does to someone they
+    were not done to (the fixture's own labels, not the digest's check): a clause of the topic
+    whose verb is an act of the cited lines, whose subject names a person and whose objects name
+    people, with no labelled act of that person and verb whose line or label names those people."""
+    cited = [line for line in lines if line["text"] in {e.text for e in topic.evidence}]
+    acts = [(act[0], act[1], set(act[2]) if len(act) > 2 else set(), line) for line in cited for act in line["acts"]]
+    names = {line["speaker"] for line in lines} | {"Ella", "Mum"} | {act[0] for line in lines for act in line["acts"]}
+    wrong = []
+    for t in grammar()(topic.text):
+        if t.pos_ != "VERB" or t.lemma_ not in {verb for _, verb, _, _ in acts}:
+            continue
+        people = {w.text for s in t.children if s.dep_ == "nsubj" for w in [s, *s.conjuncts] if w.text in names}
+        objects = {w.text for w in t.subtree if w.dep_ in ("dobj", "dative", "pobj") and w.text in names} - people
+        for who in people:
+            if not any(
+                doer == who and verb == t.lemma_ and all(o in whom or o in line["text"] for o in objects)
+                for doer, verb, whom, line in acts
+            ):
+                wrong.append(f"{who} {t.lemma_} {' '.join(sorted(objects))}".strip())
+    return wrong
+
+
 # --- notes and the command ----------------------------------------------------------------------
 
 
@@ -334,19 +498,20 @@ def test_the_command_prints_the_day_writes_its_note_and_refuses_a_day_that_is_no
 # --- the LLM, measured ----------------------------------------------------------------------------
 
 
+# Both models are held to the same claims: the grammar decides what may be a commitment and says
+# its words, so even a model that accepts most of what it is shown (the 0.5B: README, it copies
+# prompts rather than reading them) lists no past act, no question, no refusal and no one else's
+# plan, and writes every action in plain form. Floors: the issue asks the default for a precision
+# of 0.8; the 0.5B is held to what it measured (7/9 = 0.78 and 7/14 = 0.5 on the labelled
+# dialogues: it keeps both "we'll see" lines and turns down half the real ones; the grammar alone
+# gives 14/16 = 0.88 and 14/14).
+MODELS = [(None, 0.8, 0.8), ("qwen2.5-coder-0.5b-instruct", 0.75, 0.5)]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    ("model", "floor"),
-    [
-        # The product's default: the issue asks for a precision of 0.8 or more.
-        (None, 0.8),
-        # The tests' quick model, reported for comparison only: it accepts most of what the
-        # detector picked (README: it copies prompts rather than reading them).
-        ("qwen2.5-coder-0.5b-instruct", None),
-    ],
-)
-def test_commitments_the_llm_confirms_on_labelled_dialogues(tmp_path, model, floor):
-    # The dialogues are one day of a real memory, and its digest is what is scored: the detector,
+@pytest.mark.parametrize(("model", "precision_floor", "recall_floor"), MODELS)
+def test_commitments_the_llm_confirms_on_labelled_dialogues(tmp_path, model, precision_floor, recall_floor):
+    # The dialogues are one day of a real memory, and its digest is what is scored: the grammar,
     # the LLM's batches as a day makes them, and the assembly. One thread: llama.cpp's threads
     # wait for each other spinning, and on two cores shared with other tests two threads ran at a
     # tenth of the speed of one (1 token/s against 9, measured here).
@@ -373,8 +538,46 @@ def test_commitments_the_llm_confirms_on_labelled_dialogues(tmp_path, model, flo
         print(f"  missed: {who}: {text}")
     for c in digest.commitments:
         print(f"  {c.who} will {c.what}" + (f", {c.due} ({c.due_date})" if c.due else ""))
-    if floor is not None:
-        assert precision >= floor
+    ruled_out = {"question", "past", "negation", "hypothetical", "wish", "request", "other person"}
+    listed_wrongly = [u.text for _, u, r in rows if r.get("kind") in ruled_out and (u.text, r["speaker"]) in found]
+    assert not listed_wrongly, listed_wrongly
+    assert all(said_plainly(c.who, c.what) for c in digest.commitments), [c.what for c in digest.commitments]
+    assert precision >= precision_floor and recall >= recall_floor
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("model", "precision_floor", "recall_floor"), MODELS)
+def test_everyday_days_through_the_llm_keep_what_was_said_and_who_said_it(
+    tmp_path, model, precision_floor, recall_floor
+):
+    # The LLM writes the topics (distill mode llm) and confirms the commitments, as a user's
+    # digest does. Every commitment listed is an expected one or one only a model could rule out,
+    # in the words said, with its time and cited; no topic gives an act to someone who did not do it.
+    sections: dict = {"time_zone": EVERYDAY["zone"], "llm": {"n_threads": 1}}
+    if model is not None:
+        sections["models"] = {"llm": model}
+    data = tmp_path / "data"
+    settings = load_settings(user_file=data / "none.yaml", overrides=overrides(data, **sections))
+    assert settings.memory.distill.mode == "llm"
+    found, topics = [], []
+    with Memory(settings) as mem:
+        mem.add_many(everyday_utterances())
+        for day in sorted({line["day"] for line in everyday_lines()}):
+            digest = mem.digest(day)
+            lines = [line for line in everyday_lines() if line["day"] == day]
+            check_commitments(digest.commitments, lines, model_may_drop=True)
+            found += digest.commitments
+            for topic in digest.topics:
+                topics.append(topic.text)
+                assert topic_misattributions(topic, lines) == [], topic.text
+    expected = {line["text"] for line in everyday_lines() if "commitment" in line}
+    right = [c for c in found if c.evidence[0].text in expected]
+    precision, recall = len(right) / max(len(found), 1), len(right) / len(expected)
+    print(f"\neveryday days, {model or 'default'}: precision {precision:.2f}, recall {recall:.2f}")
+    for c in found:
+        print(f"  {c.who} will {c.what}" + (f", {c.due} ({c.due_date})" if c.due else ""))
+    print("topics:", *topics, sep="\n  ")
+    assert precision >= precision_floor and recall >= recall_floor
 
 
 # --- through the daemon ---------------------------------------------------------------------------

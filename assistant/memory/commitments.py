@@ -1,23 +1,28 @@
-"""Commitments in a day's speech: who said they would do what.
+"""Commitments in a day's speech: who said they would do what, and by when.
 
-Two passes, so that a day of small talk costs no LLM call at all:
+A commitment is an act the speaker binds themselves to doing: a future ("I'll send", "I'm
+going to bake"), an offer ("I can drive", "let me book"), a plan told with the time it happens
+("I'm taking Ella to the dentist next Monday"), or a yes to a request just made by someone else
+("Can you pick her up tomorrow?" "Sure."). Two passes, so that a day of small talk costs no LLM
+call at all:
 
-1. `candidates` reads every line with a few grammatical cues of a speaker binding themselves:
-   a first-person future ("I'll", "we will", "I'm going to"), an offer ("I can send", "let me
-   check", "happy to"), a promise ("I promise", "leave it with me", "will do"), a first-person
-   line with a deadline ("by Friday", "tomorrow"), or an acceptance ("Sure.", "No problem.")
-   of a request just made by someone else ("Could you book the room?"). It drops what grammar
-   alone rules out: questions, negated forms ("I won't", "we're not going to") and past or
-   conditional forms, which carry none of the cues ("I sent", "I would if I had time").
-2. `LLMJudge` shows the candidates to the LLM in small batches (one call each, a JSON reply
-   held to a schema) and keeps those it reads as the speaker committing to an action, with
-   that action as a short phrase. The cues cannot tell "I'll send the slides" from "I'll be
-   exhausted" or "we'll see"; the model can.
+1. `candidates` reads every line with spaCy's parse (the packaged en_core_web_sm). The act is a
+   verb in its plain form (tag VB, or VBG for a planned "I'm taking") whose subject is the
+   speaker ("I", "we") and which a modal of the future or of an offer ("will", "shall", "can"),
+   "going to", or "let me" governs; a plan in the progressive needs a time that lies ahead
+   of the moment it was said (read with the project's date resolver). What the grammar rules
+   out never reaches the model: past and perfect forms (VBD, VBN: "I ordered", "I have booked"),
+   negations, questions, conditionals, "would", what another person will do, and a state
+   ("I'll be exhausted").
+2. `LLMJudge` shows the candidates to the LLM in small batches (one call each, a JSON reply held
+   to a schema) and keeps those it reads as the speaker committing to an action. The grammar
+   cannot tell "I'll fix the tap" from "we'll see"; the model can.
 
-The model never decides who or when. Who is the speaker of the line (commitments are made in
-the first person); the deadline is read from the words said (`deadline`), and an action phrase
-holding a word nobody said (or copying the line whole) is replaced by the line's own words
-after its cue (`grounded`), so nothing in a commitment is invented.
+Everything the digest says of a commitment comes from the words said, never from the model:
+who is the line's speaker; the action is the act's verb in its plain form and the words it
+governs in the line (or in the request a yes answers), with "my" told as "their" and a
+requester's "me" as the requester's name, so "<who> will <action>" reads as a sentence; the
+deadline is the time words said for it ("by Thursday") and the day they name.
 
 The model's replies are kept by the exact prompt (`VerdictCache`): at temperature 0 the same
 lines give the same reply, and a line that was corrected, reassigned or forgotten changes the
@@ -32,47 +37,46 @@ import re
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime, tzinfo
+from functools import lru_cache
 from typing import Any, Protocol
 
+from ..entities import _load_spacy, packaged_spacy_model_dir
+from ..errors import ModelError
 from ..llm import LLM
 from ..records import Utterance
-from .deadlines import SAID_DEADLINE
-from .question import STOP_WORDS
+from .dates import find_expressions
+from .deadlines import SAID_DEADLINE, due_date
 
-# --- the cheap detector ------------------------------------------------------------------------
-
-
-def _any(*alternatives: str) -> str:
-    return "(?:" + "|".join(alternatives) + ")"
+# --- the grammar of a commitment -----------------------------------------------------------------
 
 
-# A negation or "never" right after the cue turns a promise into its opposite.
-_NOT = r"(?!\s*(?:not|never|n't)\b)"
-_I = r"\b(?:i|we)"
-# Words that may sit between the subject and its verb without changing what is promised.
-_ADVERB = r"(?:\s+(?:really|definitely|certainly|surely|just|also|still|actually|gladly|happily|both|all))?"
-_PROMISE = re.compile(
-    _any(
-        _I + r"(?:'ll|\s+will|\s+shall)" + _ADVERB + _NOT,  # I'll send, we will book
-        _I + r"(?:'m|'re|\s+am|\s+are)" + _ADVERB + r"\s+(?:going\s+to|gonna)\b",  # I'm going to write
-        _I + _ADVERB + r"\s+can\b(?!'t|not)",  # I can send you the tickets
-        _I + _ADVERB + r"\s+(?:promise|guarantee|commit)\b",
-        _I + r"(?:'m|'re|\s+am|\s+are|'d\s+be|\s+would\s+be)\s+(?:happy|glad)\s+to\b",
-        # Not "let me know" (a request) nor "let me guess/think/see" (thinking aloud).
-        r"\blet\s+(?:me|us)\s+(?!know\b|guess\b|think\b|see\b)",
-        r"\bleave\s+it\s+(?:to|with)\s+(?:me|us)\b",
-        r"\bconsider\s+it\s+done\b",
-        r"\bcount\s+(?:me|us)\s+in\b",
-        r"\b(?:i'm|i\s+am|we're|we\s+are)\s+on\s+it\b",
-        r"\bwill\s+do\b",
-    ),
-    re.IGNORECASE,
-)
-_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i'll|me|my|we|we're|we'll|us|our)\b", re.IGNORECASE)
+@lru_cache(maxsize=1)
+def grammar() -> Any:
+    """spaCy's packaged English pipeline (the one the memory's triplets use), loaded once."""
+    path = packaged_spacy_model_dir()
+    if path is None:
+        raise ModelError("commitments need the packaged en_core_web_sm; `assistant models install` installs it")
+    return _load_spacy(str(path))
+
+
+_SPEAKER = {"i", "we"}
+# Modals that bind the speaker to an act: a future, or an offer ("I can drive you"). Not
+# "would", "could", "should", "might": a wish, a condition or advice.
+_BINDING = {"will", "'ll", "shall", "can"}
+# Verbs whose saying in the first person binds the speaker to what follows: "I promise to pack
+# light", "we plan to move in May" (commissive speech acts); and the adjectives of an offer, "I'm
+# happy to drive".
+_COMMISSIVE = {"promise", "plan", "intend", "agree", "offer", "swear", "vow", "guarantee"}
+_WILLING = {"happy", "glad", "willing"}
+# "let me know" asks the listener; "let me think/see/guess" thinks aloud.
+_NOT_AN_OFFER = {"know", "think", "see", "guess", "check"}
+# Words that tie a clause to the talk around it, not part of the act ("Let me book it then").
+_CONNECTIVES = {"then", "too", "also", "anyway", "though", "instead", "so"}
 # A line that opens by saying yes; it commits to something only as the answer to a request.
 _ACCEPTS = re.compile(
     r"^\W*(?:sure|of\s+course|ok(?:ay)?|yes|yeah|yep|absolutely|no\s+problem|definitely|certainly|fine|"
-    r"happy\s+to|with\s+pleasure|will\s+do|on\s+it|consider\s+it\s+done)\b",
+    r"happy\s+to|with\s+pleasure|will\s+do|on\s+it|consider\s+it\s+done|leave\s+it\s+(?:to|with)\s+me)\b",
     re.IGNORECASE,
 )
 # "Would you mind" before "would you": what is asked follows "mind".
@@ -80,52 +84,167 @@ _REQUEST = re.compile(
     r"\b(?:would|do)\s+you\s+mind\b|\b(?:can|could|would|will)\s+(?:you|someone|somebody|one\s+of\s+you)\b|\bplease\b",
     re.IGNORECASE,
 )
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+# The speaker's own things, told of them: "pack my suitcase" -> "pack their suitcase". Not "me"
+# or "us", which may be the listener's too ("drive us to the airport").
+_THIRD_PERSON = {"my": "their", "mine": "theirs", "myself": "themselves", "our": "their", "ours": "theirs"}
 
 
 @dataclass(frozen=True)
 class Candidate:
-    """A line the detector picked, with the request it may answer (said just before it, by someone else)."""
+    """A line whose grammar makes a commitment, with the request it answers (said just before
+    it, by someone else), the action in the words said and the time words said for it."""
 
     utterance: Utterance
     request: Utterance | None
-    # The words after the cue in the line, up to the end of its sentence: the action when the
-    # LLM's phrase cannot be trusted.
-    rest: str
+    what: str
+    due: str | None
 
 
-def _sentences(text: str) -> list[str]:
-    return [s for s in _SENTENCE_END.split(text.strip()) if s]
+def _negated(token: Any) -> bool:
+    return any(c.dep_ == "neg" or c.lower_ in {"never", "not", "n't"} for c in token.children)
 
 
-def _is_question(sentence: str) -> bool:
-    return sentence.rstrip().endswith("?")
+def _subject(token: Any) -> Any | None:
+    return next((c for c in token.children if c.dep_ in ("nsubj", "nsubjpass", "expl")), None)
 
 
-def _cue(text: str) -> str | None:
-    """The words after a cue of a commitment in `text` (a statement, not a question); None when
-    it has none. Of several cues, the last one followed by words that mean something: in "Leave it
-    with me, I'll call the plumber", what is promised follows "I'll"."""
-    for sentence in _sentences(text):
-        if _is_question(sentence):
+def _conditional(token: Any) -> bool:
+    """The act sits in an "if" or "unless" clause: nothing is promised."""
+    return any(c.dep_ == "mark" and c.lower_ in {"if", "unless"} for c in token.children)
+
+
+def _ahead(words: str, said_at: float, zone: tzinfo) -> bool:
+    """The time `words` name lies ahead of the moment they were said: "tomorrow", "on Friday",
+    "this afternoon" said in the morning; not "this morning" nor "yesterday"."""
+    found = find_expressions(words, said_at, zone)
+    if found:
+        return found[0].since > said_at
+    day = due_date(words, said_at, zone)
+    return day is not None and day > datetime.fromtimestamp(said_at, zone).date().isoformat()
+
+
+def _time_words(token: Any) -> tuple[str | None, tuple[int, int] | None]:
+    """The deadline said within the act's phrase ("by Thursday", "on Friday", "tomorrow"), with its
+    character span in the line."""
+    start, end = _phrase_span(token)
+    text = token.doc.text
+    found = SAID_DEADLINE.search(text, start, end)
+    if found is None:
+        return None, None
+    return found.group(0), (found.start(), found.end())
+
+
+def _said_time(doc: Any) -> tuple[str | None, tuple[int, int] | None]:
+    """The first deadline said in a line's statements: the time a bare yes ("Sure, by Monday")
+    gives to what was asked."""
+    for sentence in doc.sents:
+        if not sentence.text.rstrip().endswith("?"):
+            found = SAID_DEADLINE.search(doc.text, sentence.start_char, sentence.end_char)
+            if found is not None:
+                return found.group(0), (found.start(), found.end())
+    return None, None
+
+
+def _phrase_span(token: Any) -> tuple[int, int]:
+    """Characters of the act's phrase: the verb and what it governs to its right, short of
+    another clause with a subject of its own ("..., she had a great day")."""
+    last = token
+    for t in token.subtree:
+        if t.i < token.i:
             continue
-        after = [_action(sentence[found.end() :]) for found in _PROMISE.finditer(sentence)]
-        if after:
-            return next((words for words in reversed(after) if _words(words)), after[0])
-        if (
-            _FIRST_PERSON.search(sentence)
-            and SAID_DEADLINE.search(sentence)
-            and not re.search(r"n't\b|\bnot\b", sentence)
-        ):
-            # "I'm dropping the keys off tomorrow": the action follows its subject.
-            return _action(re.sub(r"^.*?\b(?:i|we)(?:'m|'re|\s+am|\s+are)?\s+", "", sentence, count=1, flags=re.I))
+        if t.i > last.i and not _in_other_clause(t, token):
+            last = t
+    return token.idx, last.idx + len(last.text)
+
+
+def _in_other_clause(t: Any, act: Any) -> bool:
+    head = t
+    while head.i != act.i:
+        if head.dep_ in ("conj", "parataxis", "advcl", "ccomp", "relcl") and _subject(head) is not None:
+            return True
+        head = head.head
+    return False
+
+
+def _act(sentence: Any, said_at: float, zone: tzinfo) -> Any | None:
+    """The verb of the act the speaker binds themselves to in `sentence`, None when there is none."""
+    if sentence.text.rstrip().endswith("?"):
+        return None
+    for t in sentence:
+        if t.pos_ not in ("VERB", "AUX") or _negated(t) or _conditional(t):
+            continue
+        subject = _subject(t)
+        modals = {c.lower_ for c in t.children if c.dep_ == "aux" and c.tag_ == "MD"}
+        # "I'll send", "we can drive": a plain verb under a binding modal, the speaker its subject.
+        if t.tag_ == "VB" and subject is not None and subject.lower_ in _SPEAKER:
+            if modals & _BINDING and not modals - _BINDING:
+                return t if t.lemma_ != "be" else None
+        # "I'm going to bake", "I promise to pack light", "I'm happy to drive": the act is the
+        # plain verb ("to" + VB) that the present-tense frame governs.
+        if subject is not None and subject.lower_ in _SPEAKER and not modals:
+            frame = (t.lemma_ == "go" and t.tag_ == "VBG") or (t.lemma_ in _COMMISSIVE and t.tag_ == "VBP")
+            willing = next((c for c in t.children if c.dep_ == "acomp" and c.lemma_ in _WILLING), None)
+            governs = willing if willing is not None and t.lemma_ == "be" else t if frame else None
+            if governs is not None:
+                to_do = next((c for c in governs.children if c.dep_ == "xcomp" and c.tag_ == "VB"), None)
+                if to_do is not None and not _negated(to_do):
+                    return to_do if to_do.lemma_ != "be" else None
+        # "let me book the room": an offer, unless it asks ("let me know") or thinks aloud.
+        if t.lemma_ == "let" and t.tag_ == "VB" and subject is None:
+            for c in t.children:
+                if c.dep_ in ("ccomp", "xcomp") and c.tag_ == "VB" and c.lemma_ not in _NOT_AN_OFFER:
+                    them = _subject(c) or next((d for d in t.children if d.dep_ in ("dobj", "nsubj")), None)
+                    if them is not None and them.lower_ in {"me", "us"}:
+                        return c
+        # "I'm taking Ella to the dentist next Monday": a plan, when the time it names is ahead.
+        if t.tag_ == "VBG" and subject is not None and subject.lower_ in _SPEAKER:
+            if any(c.dep_ == "aux" and c.lemma_ == "be" for c in t.children):
+                words, _ = _time_words(t)
+                if words is not None and _ahead(words, said_at, zone):
+                    return t
     return None
 
 
-def _action(words: str) -> str:
-    """The words after a cue as an action: "to pack light" -> "pack light"."""
-    words = words.strip(" ,.!;:")
-    return re.sub(r"^to\s+", "", words, flags=re.IGNORECASE)
+def _action(act: Any, due_span: tuple[int, int] | None) -> str:
+    """The act in the words said, from its verb in plain form: "taking Ella to the dentist next
+    Monday" -> "take Ella to the dentist" (its time words are the deadline, told apart)."""
+    _, end = _phrase_span(act)
+    kept = []
+    for t in act.doc[act.i + 1 :]:
+        if t.idx >= end:
+            break
+        if due_span is not None and due_span[0] <= t.idx < due_span[1]:
+            continue
+        if t.dep_ == "advmod" and t.lower_ in _CONNECTIVES and not list(t.children):
+            continue
+        kept.append(t.text_with_ws)
+    verb = act.text if act.tag_ == "VB" else act.lemma_
+    words = " ".join((verb + " " + "".join(kept)).split())
+    return re.sub(r"(?:[\s,;:.!?-]|\b(?:and|but|or)\b)+$", "", words)
+
+
+def _told_of(words: str, speaker: str, requester: str | None) -> str:
+    """Minimally re-personed: the speaker's "my" is "their"; in a request's words, the
+    requester's "me" and "my" are the requester's ("send it to me" -> "send it to Leo") and the
+    "your" asked of the one who says yes is theirs ("on your way home" -> "on their way home")."""
+    if requester is not None:
+        words = re.sub(r"\bme\b", requester, words, flags=re.IGNORECASE)
+        words = re.sub(r"\bmy\b", requester + "'s", words, flags=re.IGNORECASE)
+        words = re.sub(r"\byour(self)?\b", lambda m: "themselves" if m[1] else "their", words, flags=re.I)
+    return re.sub(r"\b(?:my|mine|myself|our|ours)\b", lambda m: _THIRD_PERSON[m[0].lower()], words, flags=re.I)
+
+
+def _asked(doc: Any) -> Any | None:
+    """The act a request asks of the listener: "Can you pick up Ella?" -> pick, "Would you mind
+    picking up the chairs?" -> picking."""
+    for t in doc:
+        subject = _subject(t)
+        if t.pos_ in ("VERB", "AUX") and subject is not None and subject.lower_ in {"you", "someone", "somebody"}:
+            if t.lemma_ == "mind":
+                return next((c for c in t.children if c.dep_ in ("xcomp", "ccomp")), None)
+            return t
+    # "please call the school": an imperative
+    return next((t for t in doc if t.dep_ == "ROOT" and t.tag_ == "VB"), None)
 
 
 def _request_before(utterances: Sequence[Utterance], i: int) -> Utterance | None:
@@ -138,32 +257,54 @@ def _request_before(utterances: Sequence[Utterance], i: int) -> Utterance | None
     return before
 
 
-def candidates(utterances: Sequence[Utterance]) -> list[Candidate]:
-    """The lines of a conversation (in time order) that may make a commitment: the cheap pass.
+def _says_little(act: Any) -> bool:
+    """An act that names nothing of its own ("I'll do it", "I'll send it by noon"): its object,
+    if any, is a pronoun and the rest is its time, so what it does is what was asked."""
+    if act.lemma_ == "do":
+        return True
+    _, span = _time_words(act)
+    objects = [
+        c
+        for c in act.children
+        if c.dep_ in ("dobj", "prep", "prt", "xcomp", "ccomp", "dative", "npadvmod")
+        and not (span is not None and span[0] <= c.idx < span[1])
+    ]
+    return bool(objects) and all(c.dep_ == "dobj" and c.pos_ == "PRON" for c in objects)
 
-    A line that answers a request ("Sure.", "I'll do it") carries the request with it."""
+
+def candidates(utterances: Sequence[Utterance], zone: tzinfo = UTC, nlp: Any | None = None) -> list[Candidate]:
+    """The lines of a conversation (in time order) that make a commitment by their grammar.
+
+    A yes to a request ("Sure.") or an act that names nothing of its own ("I'll do it") takes its
+    action from the request, and its time words too when it says none."""
+    if not utterances:
+        return []
+    docs = list((nlp or grammar()).pipe(u.text for u in utterances))
     out = []
-    for i, u in enumerate(utterances):
+    for i, (u, doc) in enumerate(zip(utterances, docs, strict=True)):
         request = _request_before(utterances, i)
-        rest = _cue(u.text)
-        accepts = _ACCEPTS.search(u.text) is not None
-        if rest is None and not (request is not None and accepts):
-            continue
-        rest = rest or ""  # "Sure." alone: the action is the request's
-        answers = accepts or not _words(SAID_DEADLINE.sub("", rest))
-        out.append(Candidate(u, request if answers else None, rest))
+        act = next((a for s in doc.sents if (a := _act(s, u.time, zone)) is not None), None)
+        accepts = request is not None and _ACCEPTS.search(u.text) is not None
+        if act is not None and not (request is not None and _says_little(act)):
+            due, span = _time_words(act)
+            out.append(Candidate(u, None, _told_of(_action(act, span), u.speaker, None), due))
+        elif request is not None and (accepts or act is not None):
+            asked = _asked(docs[i - 1])
+            if asked is None:
+                continue
+            due, span = _time_words(act) if act is not None else _said_time(doc)
+            if due is None:
+                due, span = _time_words(asked)
+                what = _action(asked, span)
+            else:
+                what = _action(asked, _time_words(asked)[1])
+            out.append(Candidate(u, request, _told_of(what, u.speaker, request.speaker), due))
     return out
 
 
 def deadline(c: Candidate) -> str | None:
     """The deadline in the words said ("by Thursday"): the line's own, else the request's."""
-    own = [s for s in _sentences(c.utterance.text) if not _is_question(s)]
-    asked = _sentences(c.request.text) if c.request is not None else []
-    for sentence in own + asked:
-        found = SAID_DEADLINE.search(sentence)
-        if found is not None:
-            return found.group(0)
-    return None
+    return c.due
 
 
 # --- the LLM's confirmation --------------------------------------------------------------------
@@ -171,7 +312,8 @@ def deadline(c: Candidate) -> str | None:
 
 @dataclass(frozen=True)
 class Verdict:
-    """What the judge made of one candidate: a commitment or not, and the action it commits to."""
+    """What the judge made of one candidate: a commitment or not, and the action it commits to
+    (the candidate's, in the words said: the model only tells which candidates commit)."""
 
     commitment: bool
     what: str = ""
@@ -204,14 +346,11 @@ KINDS = {
 }
 COMMITTING = frozenset({"promise", "offer", "agreement"})
 
-INSTRUCTIONS = (
-    "For each numbered line, say what kind of line it is:\n"
-    + "\n".join(f"- {kind}: {meaning}" for kind, meaning in KINDS.items())
-    + "\nFor a promise, an offer or an agreement, 'what' is the action the speaker will do, a verb and "
-    "its object, in words from the line (or from the request it agrees to); otherwise 'what' is empty."
+INSTRUCTIONS = "For each numbered line, say what kind of line it is:\n" + "\n".join(
+    f"- {kind}: {meaning}" for kind, meaning in KINDS.items()
 )
 
-# Small enough that a reply (about 25 tokens a line) and its prompt stay short on a CPU.
+# Small enough that a reply (about 15 tokens a line) and its prompt stay short on a CPU.
 BATCH = 6
 
 SCHEMA: dict[str, Any] = {
@@ -224,9 +363,8 @@ SCHEMA: dict[str, Any] = {
                 "properties": {
                     "line": {"type": "integer"},
                     "kind": {"type": "string", "enum": list(KINDS)},
-                    "what": {"type": "string"},
                 },
-                "required": ["line", "kind", "what"],
+                "required": ["line", "kind"],
             },
         }
     },
@@ -247,73 +385,6 @@ def prompt(batch: Sequence[Candidate]) -> list[dict[str, str]]:
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 
 
-def _words(text: str) -> set[str]:
-    return {w for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in STOP_WORDS and len(w) > 2}
-
-
-def grounded(what: str, c: Candidate) -> str:
-    """The action as the model phrased it, when every word of it that carries meaning was said
-    (in the line, or in the request it answers) and it is more than a verb; else the line's own
-    words after its cue. An action with nothing but a pronoun for its object ("do it") is the
-    request's. Without its deadline, which `deadline` reads from the words said."""
-    due = deadline(c)
-
-    def undated(words: str) -> str:
-        words = " ".join(words.split()).strip(" ,.!?")
-        if due and words.lower().endswith(due.lower()):
-            words = words[: -len(due)].rstrip(" ,")
-        return words
-
-    said = c.utterance.text + " " + (c.request.text if c.request else "")
-    what, meant = undated(what), _stems(what)
-    # A copy of the line ("I'll send it") is not an action; nor is a bare verb ("send").
-    copied = any(cue.search(what) for cue in (_PROMISE, _REQUEST)) or _FIRST_PERSON.match(what) is not None
-    if copied or len(what.split()) < 2 or not meant or not meant <= _stems(said):
-        what = undated(c.rest)
-    if not _words(what) and c.request is not None:
-        what = undated(_asked(c.request))
-    return _third_person(what or c.utterance.text)
-
-
-# The speaker's own things, told of them: "pack my suitcase" -> "pack their suitcase". Not "me"
-# or "us", which may be the listener's too ("drive us to the airport").
-_THIRD_PERSON = {"my": "their", "mine": "theirs", "myself": "themselves", "our": "their", "ours": "theirs"}
-
-
-def _third_person(what: str) -> str:
-    return re.sub(r"\b(?:my|mine|myself|our|ours)\b", lambda m: _THIRD_PERSON[m[0].lower()], what, flags=re.I)
-
-
-def _stems(text: str) -> set[str]:
-    # Crude, but enough to see that "picking up" was said as "pick up".
-    return {re.sub(r"(?:ing|ed|es|s)$", "", w) for w in _words(text)}
-
-
-def _asked(request: Utterance) -> str:
-    """What a request asks for: "Could you also book the room?" -> "book the room", "Would you
-    mind picking up the chairs?" -> "pick up the chairs"."""
-    for sentence in _sentences(request.text):
-        found = _REQUEST.search(sentence)
-        if found is not None:
-            rest = re.sub(r"^\W*(?:please|also|just|maybe)\s+", "", sentence[found.end() :].strip(), flags=re.I)
-            return _infinitive(rest.strip(" ,.!?"))
-    return request.text.strip(" ,.!?")
-
-
-def _infinitive(phrase: str) -> str:
-    """The phrase with a leading -ing verb in its plain form. Crude spelling rules, right for the
-    common verbs: picking -> pick, getting -> get, taking -> take, calling -> call."""
-    first, _, rest = phrase.partition(" ")
-    if len(first) < 5 or not first.lower().endswith("ing"):
-        return phrase
-    stem = first[:-3]
-    if stem[-1] == stem[-2] and stem[-1].lower() not in "lsz":
-        stem = stem[:-1]  # a consonant doubled before -ing
-    elif re.fullmatch(r"[^aeiou]*[aeiou][^aeiouwxy]", stem, flags=re.IGNORECASE):
-        stem += "e"  # an e dropped before -ing
-    return f"{stem} {rest}".strip()
-
-
 def read_reply(reply: str, batch: Sequence[Candidate]) -> list[Verdict]:
     """The model's JSON as one verdict per candidate; a line it left out or numbered wrongly is no
     commitment (a missed one costs less than an invented one)."""
@@ -327,7 +398,7 @@ def read_reply(reply: str, batch: Sequence[Candidate]) -> list[Verdict]:
             continue
         number = entry.get("line")
         if isinstance(number, int) and 1 <= number <= len(batch) and entry.get("kind") in COMMITTING:
-            verdicts[number - 1] = Verdict(True, grounded(str(entry.get("what") or ""), batch[number - 1]))
+            verdicts[number - 1] = Verdict(True, batch[number - 1].what)
     return verdicts
 
 

@@ -4,9 +4,11 @@ Built on demand from what is stored when it is asked for, so it costs nothing wh
 asks, and a correction or a forget shows at the next call:
 
 * topics are the memory tree's events that rest on lines of that day, under their scenes,
-  each citing those lines (an event merged across days cites only the day's);
-* commitments come from every stored line of the day (`commitments.py`: a cheap detector,
-  then the LLM on what it picked).
+  each citing those lines (an event merged across days cites only the day's); an event the LLM
+  wrote is shown only while it keeps who did what in those lines, else the line it rests on
+  most is quoted (`topics.py`);
+* commitments come from every stored line of the day (`commitments.py`: the grammar picks what
+  someone will do, in the words said, then the LLM weeds out what only reads like it).
 
 It is built in three steps so that a daemon can keep the LLM off its writer thread, as it does
 for answers: `read_day` and `assemble` read the store; `confirm` in between only asks the LLM.
@@ -27,6 +29,7 @@ from ..records import Commitment, Digest, DigestItem, Evidence, Utterance
 from ..store.store import Store
 from .commitments import Candidate, Judge, Verdict, candidates, deadline
 from .deadlines import due_date
+from .topics import checked
 
 
 @dataclass(frozen=True)
@@ -83,8 +86,9 @@ def _lines_of(store: Store, day: Day) -> list[Utterance]:
 
 
 def read_day(store: Store, day: Day) -> DayReading:
-    """The day's candidate commitments: every stored line of it through the cheap detector."""
-    return DayReading(day, tuple(candidates(_lines_of(store, day))))
+    """The day's candidate commitments: every stored line of it through the grammar, with the
+    times they name read in the day's zone."""
+    return DayReading(day, tuple(candidates(_lines_of(store, day), day.zone)))
 
 
 def confirm(reading: DayReading, judge: Judge) -> tuple[Verdict, ...]:
@@ -139,7 +143,7 @@ def _topics(store: Store, day: Day) -> tuple[DigestItem, ...]:
     scenes = {n.id: n.text for n in store.nodes_by_id({e.parent_id for e in events.values() if e.parent_id})}
     return tuple(
         DigestItem(
-            text=events[nid].text,
+            text=checked(events[nid].text, lines),
             scene=scenes.get(events[nid].parent_id or 0, ""),
             evidence=tuple(lines),
             node_id=nid,

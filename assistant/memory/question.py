@@ -15,9 +15,7 @@ from dataclasses import dataclass
 from datetime import tzinfo
 
 from .dates import question_window
-from .words import STOP_WORDS, content_words
-
-__all__ = ["STOP_WORDS", "QuestionReading", "fts_query", "read_question"]
+from .words import content_words
 
 # A question whose subject is the user ("what did I tell Sam?", "when did we meet Sam?") is not
 # about what the person it names said. Only a subject counts: "tell me", "told us" and "my car"
