@@ -490,6 +490,18 @@ def test_a_date_with_its_year_is_left_as_written() -> None:
         # and the relative weekdays `find_expressions` has already written out.
         ("I saw her on Friday.", "I saw her on Friday."),
         ("Friday works for me.", "Friday works for me."),
+        # An arrangement in the present progressive, or beside a future time, is about the future.
+        ("He's coming on Thursday morning.", "He's coming on Thursday morning (Thursday 17 August 2023)."),
+        (
+            "I'm off from tomorrow and back in on Monday.",
+            "I'm off from tomorrow (Tuesday 15 August 2023) and back in on Monday (Monday 21 August 2023).",
+        ),
+        # A weekday in a named week, and a day of the month said alone in a plan.
+        ("The demo is on Wednesday of next week.", "The demo is on Wednesday of next week (Wednesday 23 August 2023)."),
+        ("My mum is arriving on the 25th.", "My mum is arriving on the 25th (Friday 25 August 2023)."),
+        ("She is flying in on the 3rd.", "She is flying in on the 3rd (Sunday 3 September 2023)."),
+        # Said of the past, neither is resolved.
+        ("I saw her on the 3rd.", "I saw her on the 3rd."),
         ("We will run every Friday and every other Sunday.", "We will run every Friday and every other Sunday."),
         ("Fridays will be busy.", "Fridays will be busy."),
         ("I will watch Friday's match.", "I will watch Friday's match."),

@@ -123,6 +123,7 @@ _EXPR = re.compile(
     r"|(?P<tonight>tonight)"
     r"|(?P<day>yesterday|today|tomorrow)(?:\s+(?P<day_part>" + _PART + r"))?"
     r"|this\s+(?P<this_part>morning|afternoon|evening)"
+    r"|(?P<wkday>" + _WD + r")\s+(?:of\s+)?(?P<wkrel>last|next|this)\s+week"
     r"|(?P<wrel>" + _REL + r")\s+(?P<wday>" + _WD + "|" + _WD_SHORT + r")(?:\s+(?P<wday_part>" + _PART + r"))?"
     r"|(?P<rel>" + _REL + r")\s+(?P<unit>weekend|week|month|year|" + _MON + r")"
     r"|(?P<count>" + _COUNT + r")\s+(?P<ago_unit>days?|weeks?|months?|years?)\s+ago"
@@ -249,6 +250,11 @@ def _resolve(m: re.Match[str], local: datetime, zone: tzinfo) -> _Resolved | Non
         return (_fmt_day(d), *_part(d, g("day_part"), zone))
     if part := g("this_part"):
         return (_fmt_day(said), *_part(said, part, zone))
+    if wkday := g("wkday"):
+        # "Wednesday of next week": that weekday in the week named.
+        monday = _monday(said) + timedelta(weeks={"last": -1, "this": 0, "next": 1}[g("wkrel").lower()])
+        d = monday + timedelta(days=[w.lower() for w in _WEEKDAYS].index(wkday.lower()))
+        return (_fmt_day(d), *_days(d, 1, zone))
     if wday := g("wday"):
         if wday.lower() in _SHORT_HOMOGRAPHS and wday[0].islower():
             return None
@@ -441,7 +447,20 @@ def find_named_days(text: str, said_at: float, zone: tzinfo) -> list[TimeExpress
 # say which Friday ("I saw her on Friday"), so the day is left as said; "every Friday" is a
 # habit, "Fridays" several days, and "last/next/this Friday" are `find_expressions`'.
 _LONE_WEEKDAY = re.compile(r"\b(?P<wd>" + _WD + r")(?:\s+(?P<part>" + _PART + r"))?\b(?!['\u2019]s)", re.IGNORECASE)
-_FUTURE = re.compile(r"\b(?:will|shall|going\s+to|gonna)\b|\w['\u2019]ll\b", re.IGNORECASE)
+# What makes a sentence about the future: a future auxiliary, the present progressive used for an
+# arrangement ("he's coming on Thursday", "we are meeting on Monday"), or a future time said in it
+# ("I'm off from tomorrow and back in on Monday").
+_FUTURE = re.compile(
+    r"\b(?:will|shall|going\s+to|gonna|tomorrow|next\s+week)\b|\w['\u2019]ll\b"
+    r"|\b(?:am|is|are)\s+\w+ing\b|\w['\u2019](?:m|s|re)\s+\w+ing\b",
+    re.IGNORECASE,
+)
+_LONE_ORDINAL = re.compile(
+    r"\b(?:on|by|until|till|from|for)\s+(?P<the>the)\s+(?P<d>\d{1,2}(?:st|nd|rd|th))\b(?!\s+(?:of\s+)?(?:"
+    + _MON
+    + r"))",
+    re.IGNORECASE,
+)
 _NOT_ONE_DAY = {"the", "a", "last", "next", "this", "every", "each", "most", "some", "any", "other", "those", "these"}
 _SENTENCE = re.compile(r"[^.!?]+[.!?]*")
 
@@ -452,9 +471,10 @@ def first_weekday_after(said: date, weekday: int) -> date:
 
 
 def find_planned_days(text: str, said_at: float, zone: tzinfo) -> list[TimeExpression]:
-    """The weekdays `text` names alone in sentences about the future, each as the date it means:
-    "we will book a table for Friday evening" said on Thursday 26 November 2026 -> "27 November
-    2026" (its evening the span)."""
+    """The weekdays, and days of the month, `text` names alone in sentences about the future, each
+    as the date it means: "we will book a table for Friday evening" said on Thursday 26 November
+    2026 -> "Friday 27 November 2026" (its evening the span); "she's coming on the 25th" -> the
+    next 25th."""
     said = datetime.fromtimestamp(said_at, zone).date()
     found: list[TimeExpression] = []
     for sentence in _SENTENCE.finditer(text):
@@ -466,6 +486,14 @@ def find_planned_days(text: str, said_at: float, zone: tzinfo) -> list[TimeExpre
                 continue
             d = first_weekday_after(said, _WEEKDAY_NUMBER[m.group("wd").lower()])
             found.append(TimeExpression(m.start(), m.end(), m.group(0), _fmt_day(d), *_part(d, m.group("part"), zone)))
+        # "on the 25th" with no month: the next day of that number.
+        for m in _LONE_ORDINAL.finditer(text, sentence.start(), sentence.end()):
+            number = int(re.sub(r"\D", "", m.group("d")))
+            ahead = [_month_start(said, k) for k in range(3)]
+            days = [date(f.year, f.month, number) for f in ahead if _valid(f.year, f.month, number)]
+            if d := next((d for d in days if d > said), None):
+                start, end = m.start("the"), m.end("d")
+                found.append(TimeExpression(start, end, text[start:end], _fmt_day(d), *_days(d, 1, zone)))
     return found
 
 
@@ -487,7 +515,8 @@ def annotate(text: str, said_at: float, zone: tzinfo | None = None) -> str:
     found += [e for e in find_named_days(text, said_at, zone) if not re.search(r"\d{4}", e.words)]
     # A date already in parentheses is a note, written here or by the speaker: not annotated again.
     noted = [(m.start(), m.end()) for m in re.finditer(r"\([^()]*\)", text)]
-    expressions = sorted(found, key=lambda e: e.start)
+    # Of two that begin together, the longer ("Wednesday of next week", not "Wednesday").
+    expressions = sorted(found, key=lambda e: (e.start, -e.end))
     out, pos = [], 0
     for e in expressions:
         if e.start < pos or any(a < e.start < b for a, b in noted):  # overlaps one already annotated
