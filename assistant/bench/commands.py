@@ -12,7 +12,7 @@ import click
 from ..atomic import write_text_atomically
 from ..config import Settings, load_settings
 from ..errors import InputError
-from .systems import SYSTEMS
+from .systems import LOCOMO_SYSTEMS, SYSTEMS
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -55,7 +55,10 @@ def bench() -> None:
 @bench.command("locomo")
 @click.option("--data", type=click.Path(path_type=Path), default=None, help="A LoCoMo-format JSON file.")
 @click.option(
-    "--systems", default=",".join(SYSTEMS), show_default=True, help=f"Comma-separated; from {', '.join(SYSTEMS)}."
+    "--systems",
+    default=",".join(LOCOMO_SYSTEMS),
+    show_default=True,
+    help=f"Comma-separated; from {', '.join(SYSTEMS)}.",
 )
 @click.option("--conversations", default=None, help="Comma-separated sample ids (default: all).")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Questions per conversation.")
@@ -143,6 +146,108 @@ def locomo(
         )
     report: dict[str, Any] = locomo_json(run)
     _publish(report, locomo_markdown(report), json_out, md_out)
+
+
+@bench.command("longterm")
+@click.option("--data", type=click.Path(path_type=Path), default=None, help="A LoCoMo-format JSON file.")
+@click.option(
+    "--systems",
+    default="prostream,rag,rag-budget",
+    show_default=True,
+    help=f"Comma-separated; from {', '.join(SYSTEMS)}.",
+)
+@click.option("--conversations", default=None, help="Comma-separated sample ids (default: all).")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="LoCoMo questions per conversation.")
+@click.option("--categories", default=None, help="Comma-separated LoCoMo categories 1-5 (default: all).")
+@click.option("--delay", type=click.IntRange(min=0), default=0, show_default=True, help="Probe N sessions later.")
+@click.option(
+    "--budget",
+    type=click.IntRange(min=0),
+    default=4096,
+    show_default=True,
+    help="The memory's token budget for the run (replaces memory.budget.token_budget; 0 keeps the config's). "
+    "Scaled down from the product's 32,768 so a CPU finishes.",
+)
+@click.option(
+    "--stream-tokens",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Make each woven stream at least this long (default: 10x the budget, 40,960 at 4,096).",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the synthetic stream.")
+@click.option("--llm", "llm", default=None, help="The model that answers, for every system (default: models.llm).")
+@click.option(
+    "--recall-only",
+    is_flag=True,
+    help="Build every context as usual but answer nothing (no LLM loaded): recall, facts held, tokens, latency.",
+)
+@_outputs
+@click.option("--work-dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Keep the memories.")
+@click.pass_context
+def longterm(
+    ctx: click.Context,
+    data: Path | None,
+    systems: str,
+    conversations: str | None,
+    limit: int | None,
+    categories: str | None,
+    delay: int,
+    budget: int,
+    stream_tokens: int | None,
+    seed: int,
+    llm: str | None,
+    recall_only: bool,
+    json_out: Path | None,
+    md_out: Path | None,
+    work_dir: Path | None,
+) -> None:
+    """LoCoMo conversations woven into a synthetic stream 10x the memory's budget: questions and latest facts.
+
+    Defaults are scaled down for a CPU: a budget of 4,096 tokens and streams of about 41,000.
+    """
+    from .locomo import default_data, select_conversations
+    from .longterm import longterm_steps, run_longterm, weave_all
+    from .longterm_report import longterm_json, longterm_markdown
+
+    settings = load_settings(ctx.obj["config"])
+    path = data or default_data(settings)
+    if path is None:
+        raise InputError(f"no LoCoMo file at bench.locomo_data ({settings.bench.locomo_data}); pass --data FILE")
+    try:
+        cats = [int(c) for c in _csv(categories)]
+    except ValueError:
+        raise InputError(f"--categories takes numbers 1-5, got {categories!r}") from None
+    if any(c not in range(1, 6) for c in cats):
+        raise InputError(f"--categories takes numbers 1-5, got {categories!r}")
+    token_budget = budget or settings.memory.budget.token_budget
+    length = stream_tokens or 10 * token_budget
+    convs = select_conversations(path, _csv(conversations))
+    streams = weave_all(settings, convs, stream_tokens=length, seed=seed, answer_llm=llm)
+    total = longterm_steps(streams, limit, cats, delay)
+    with click.progressbar(length=total, label="longterm", show_eta=True, show_pos=True, file=None) as bar:
+
+        def progress(steps: int, label: str) -> None:
+            bar.label = label
+            bar.update(steps)
+
+        run = run_longterm(
+            settings,
+            path,
+            streams,
+            token_budget=token_budget,
+            stream_tokens=length,
+            seed=seed,
+            systems=_csv(systems),
+            limit=limit,
+            categories=cats,
+            delay=delay,
+            answer_llm=llm,
+            work_dir=work_dir,
+            progress=progress,
+            recall_only=recall_only,
+        )
+    report = longterm_json(run)
+    _publish(report, longterm_markdown(report), json_out, md_out)
 
 
 @bench.command("scale")
@@ -450,3 +555,91 @@ def tui(ctx: click.Context, questions: int, json_out: Path | None) -> None:
     command = shlex.join(["assistant", *sys.argv[1:]])
     click.echo(tui_markdown(report, command))
     _write(json_out, json.dumps(report, indent=1))
+
+
+@bench.command("served")
+@click.option(
+    "--url", required=True, help="The server's API root, e.g. http://127.0.0.1:8080/v1 (llm.base_url's form)."
+)
+@click.option(
+    "--llm",
+    default=None,
+    help="The model loaded here (default: models.llm): the GGUF the server runs, so only the hop differs.",
+)
+@click.option("--data", type=click.Path(path_type=Path), default=None, help="A LoCoMo-format JSON file.")
+@click.option("--conversation", default=None, help="Its sample id (default: the file's first).")
+@click.option(
+    "--questions", type=click.IntRange(min=1), default=20, show_default=True, help="The conversation's first N."
+)
+@_outputs
+@click.pass_context
+def served(
+    ctx: click.Context,
+    url: str,
+    llm: str | None,
+    data: Path | None,
+    conversation: str | None,
+    questions: int,
+    json_out: Path | None,
+    md_out: Path | None,
+) -> None:
+    """Answer latency through an OpenAI-compatible server against the same model in this process."""
+    import shlex
+    import sys
+    import tempfile
+    from dataclasses import replace
+
+    from .locomo import default_data, select_conversations
+    from .served_latency import run_served_latency, served_json, served_markdown
+
+    settings = load_settings(ctx.obj["config"])
+    if llm is not None:
+        settings = replace(settings, models=replace(settings.models, llm=llm))
+    path = data or default_data(settings)
+    if path is None:
+        raise InputError(f"no LoCoMo file at bench.locomo_data ({settings.bench.locomo_data}); pass --data FILE")
+    conv = select_conversations(path, [conversation] if conversation else [])[0]
+    command = shlex.join(["assistant", *sys.argv[1:]])
+    with tempfile.TemporaryDirectory(prefix="assistant-bench-served-") as tmp:
+        run = run_served_latency(
+            settings, conv, url, questions=questions, work_dir=Path(tmp), progress=lambda m: click.echo(m, err=True)
+        )
+    _publish(served_json(run, command), served_markdown(run, command), json_out, md_out)
+
+
+# --- the everyday set (issue 35) -----------------------------------------------------------------
+
+
+@bench.command("everyday")
+@click.option(
+    "--data",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="A directory with questions.yaml and its conversations (default: tests/fixtures/everyday).",
+)
+@click.option(
+    "--llm",
+    "llm",
+    default=None,
+    help="The model that answers (default: models.llm); distillation keeps the model it would use. "
+    "openai:URL for one an OpenAI-compatible server serves.",
+)
+@_outputs
+@click.pass_context
+def everyday(
+    ctx: click.Context, data: Path | None, llm: str | None, json_out: Path | None, md_out: Path | None
+) -> None:
+    """A few days of household and work talk, and questions in users' words, scored by what each answer must say."""
+    from .everyday import Result, default_set, run_everyday
+    from .everyday_report import everyday_json, everyday_markdown
+
+    directory = data or default_set()
+    if not (directory / "questions.yaml").is_file():
+        raise InputError(f"no questions.yaml in {directory}; pass --data DIR")
+
+    def progress(r: Result) -> None:
+        click.echo(f"{'right' if r.right else 'WRONG'}  {r.question.id}: {r.reply!r}", err=True)
+
+    run = run_everyday(load_settings(ctx.obj["config"]), directory, answer_llm=llm, progress=progress)
+    report = everyday_json(run)
+    _publish(report, everyday_markdown(report), json_out, md_out)
