@@ -117,6 +117,14 @@ class BudgetOptions:
 
 
 @dataclass(frozen=True)
+class SupersedeOptions:
+    enabled: bool
+    candidates: int = _range(1, 1000)
+    min_similarity: float = _range(-1.0, 1.0)
+    masked_similarity: float = _range(-1.0, 1.0)
+
+
+@dataclass(frozen=True)
 class RetrievalOptions:
     lexical_k: int = _range(0, 10_000)
     dense_k: int = _range(0, 10_000)
@@ -145,8 +153,6 @@ class AnswerOptions:
     trim_above: int = _range(0, 100_000)
     min_score_share: float = _range(0.0, 1.0)
     arm_best_lines: int = _range(0, 1000)
-    second_look_lines: int = _range(0, 100)
-    strongest_first: bool
 
 
 @dataclass(frozen=True)
@@ -163,6 +169,7 @@ class MemoryOptions:
     entities: EntitiesOptions
     utility: UtilityOptions
     budget: BudgetOptions
+    supersede: SupersedeOptions
     retrieval: RetrievalOptions
     answer: AnswerOptions
     ingest: IngestOptions

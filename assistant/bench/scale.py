@@ -47,7 +47,7 @@ from ..records import Utterance
 from .host import machine
 from .scale_result import ScalePoint, ScaleResult
 from .stats import percentile
-from .synthetic import SyntheticStream
+from .synthetic import Probe, SyntheticStream
 
 DEFAULT_SIZES = (1_000, 10_000, 100_000)
 # Ingest timings per point: the last this-many utterances before each checkpoint (fewer when the
@@ -128,6 +128,25 @@ def _warm_up(memory: Memory) -> None:
     memory.search("When is the Lisbon trip?")
 
 
+# Where the line that last stated a probe's value was when the probe was asked: in the context
+# (a hit), recalled but cut from it, held but not recalled, or let go from the memory (the archive
+# keeps it, but prostream's recall does not read the archive).
+WHERE_LATEST = ("context", "cut", "not_recalled", "pruned")
+
+
+def _where_latest(memory: Memory, probe: Probe, recalled: list[int], context: str) -> str:
+    """Which stage lost the probe's latest line (`WHERE_LATEST`), "context" when its value was kept."""
+    if probe.found_in(context):
+        return "context"
+    # The stream stamps an utterance with its time rounded to a tenth of a second, the fact unrounded.
+    said = memory.store.utterance_ids_between(probe.time - 0.1, probe.time + 0.1, None)
+    latest = [u.id for u in memory.store.utterances(said) if u.id is not None and probe.found_in(u.text)]
+    held = memory.store.held_ids_among(latest)
+    if not held:
+        return "pruned"
+    return "cut" if any(uid in recalled for uid in held) else "not_recalled"
+
+
 def _measure(
     memory: Memory,
     stream: SyntheticStream,
@@ -145,6 +164,7 @@ def _measure(
     retrieval_ms: list[float] = []
     context_tokens: list[int] = []
     hits = stale = 0
+    where: dict[str, int] = {}
     for probe in probes:
         # Retrieval is all an answer does before the model reads: recall and the context built
         # from it. The probes observe (use=False), so measuring changes nothing that is measured.
@@ -157,6 +177,9 @@ def _measure(
         text = "\n".join(m["content"] for m in prompt.messages) if prompt is not None else ""
         hits += probe.found_in(text)
         stale += probe.stale_in(text)
+        lost = _where_latest(memory, probe, [r.evidence.utterance_id for r in prepared.retrieval.lines], text)
+        key = f"{lost}+stale" if probe.stale_in(text) else lost
+        where[key] = where.get(key, 0) + 1
         context_tokens.append(prompt.context_tokens if prompt is not None else 0)
     n = len(probes)
     times = list(ingest_ms)
@@ -174,6 +197,7 @@ def _measure(
         hit_rate=hits / n if n else 0.0,
         stale_rate=stale / n if n else 0.0,
         context_tokens_median=percentile(context_tokens, 0.5),
+        latest_line=tuple(sorted(where.items())),
         memory_tokens=stats.tokens,
         token_budget=stats.token_budget,
         scenes=stats.scenes,

@@ -104,6 +104,15 @@ def scale_markdown(result: ScaleResult) -> str:
             f"| {_mb(p.database_bytes)} | {rss} ({p.peak_rss_mb:,.0f}) MB |"
         )
     lines.append("")
+    if any(p.latest_line for p in result.points):
+        lines.append(
+            "Where the line that last stated each probe's value was (`+stale`: the context held only an older value):"
+        )
+        lines.append("")
+        for p in result.points:
+            where = ", ".join(f"{key} {n}" for key, n in p.latest_line)
+            lines.append(f"- {p.utterances:,}: {where}")
+        lines.append("")
     if len(result.points) >= 2:
         large = result.points[-1]
         lines.append(_ratio_line("Largest / smallest", result.points[0], large, result.ratios, result.flat))
@@ -126,7 +135,9 @@ def scale_markdown(result: ScaleResult) -> str:
         f"the mean the amortised cost. Retrieval is `Memory.search` for {result.queries} probe questions per size "
         "about facts the stream stated recently (without counting the use); hit means the context handed to the "
         "LLM holds the latest stated value, stale that it holds only a superseded one. Blocks counts those "
-        "mounted within the window. The database includes the raw utterance archive with its vectors, which "
+        "mounted within the window. Where the latest line was: in the context (context), recalled but cut from "
+        "it (cut), held by the memory but not recalled (not_recalled), or let go by the budget (pruned). "
+        "The database includes the raw utterance archive with its vectors, which "
         "grows with the stream by design; the tree is bounded by T_max. Peak RSS is the process's high-water "
         "mark so far."
     )

@@ -49,6 +49,9 @@ class ScalePoint:
     rss_mb: float | None  # resident memory now (None where /proc is not available)
     peak_rss_mb: float  # the process's high-water mark so far: it can only rise
     elapsed_s: float  # wall time since the stream started
+    # Probes by where the line that last stated their value was (`scale.WHERE_LATEST`; "+stale"
+    # when the context held only a superseded value): which stage loses the latest fact.
+    latest_line: tuple[tuple[str, int], ...] = ()
 
     @property
     def nodes(self) -> int:

@@ -9,6 +9,9 @@ When the tree costs more than T_max tokens the policy restores the bound in thre
 2. Least-regret pruning: remove the node with the smallest utility density. A node cannot
    outlive its parent, so removing an inner node removes its subtree; its density is therefore
    the subtree's utility over the subtree's cost (for a leaf that is Eq. 7's u/c exactly).
+   A node resting on lines that later lines supersede (memory/supersede.py) keeps only the
+   share of its utility its current lines earn: a unit that states only an old value is worth
+   nothing once the new value is held, and goes first.
 3. Cascading abstraction: scenes and events left without children are removed.
 
 Per step the work is O(N log N) in the node count N, which the budget bounds by
@@ -60,7 +63,8 @@ def enforce_budget(store: Store, budget: BudgetOptions, util: UtilityOptions, no
 
 
 def _merge_similar(store: Store, budget: BudgetOptions, util: UtilityOptions, now: float) -> int:
-    amus = {n.id: n for n in store.nodes(Level.AMU)}
+    superseded = store.superseded_shares()
+    amus = {n.id: n for n in store.nodes(Level.AMU) if superseded.get(n.id, 0.0) < 1.0}
     if len(amus) < 2:
         return 0
     index = store.index[Level.AMU]
@@ -120,6 +124,7 @@ def _u(node: Node, now: float, util: UtilityOptions) -> float:
 
 def _prune(store: Store, target: int, util: UtilityOptions, now: float) -> int:
     nodes = store.nodes()
+    superseded = store.superseded_shares()
     by_id = {n.id: n for n in nodes}
     children: dict[int, list[int]] = {}
     for n in nodes:
@@ -130,7 +135,8 @@ def _prune(store: Store, target: int, util: UtilityOptions, now: float) -> int:
     # Leaves first (amu, event, scene), so each subtree sum is ready when its parent needs it.
     for level in (Level.AMU, Level.EVENT, Level.SCENE):
         for n in (n for n in nodes if n.level is level):
-            sub_u[n.id] = _u(n, now, util) + sum(sub_u[c] for c in children.get(n.id, ()))
+            own = _u(n, now, util) * (1.0 - superseded.get(n.id, 0.0))
+            sub_u[n.id] = own + sum(sub_u[c] for c in children.get(n.id, ()))
             sub_c[n.id] = n.tokens + sum(sub_c[c] for c in children.get(n.id, ()))
     order = sorted(by_id, key=lambda nid: (sub_u[nid] / sub_c[nid], by_id[nid].created, nid))
     total = store.total_tokens()

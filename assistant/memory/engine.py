@@ -25,6 +25,7 @@ from ..store.store import Store
 from .budget import BudgetReport, enforce_budget
 from .distill import AmuCandidate, Distillation, Distiller
 from .stsb import SensingBuffer
+from .supersede import Supersession
 
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
 
@@ -98,6 +99,13 @@ class ProStream:
         self.tokenizer = tokenizer
         self._distiller_factory = distiller
         self._distiller: Distiller | None = None
+        # Through `self.embedder` at call time: a benchmark may swap the embedder after this.
+        # The entity pass reuses the extractor's spaCy pipeline, where the extractor has one.
+        self.supersession = Supersession(
+            options.supersede,
+            lambda texts: self.embedder.encode(texts),
+            lambda: getattr(self.distiller.extractor, "nlp", None),
+        )
         # False when another thread distills (the daemon): ingest and the listener then only file.
         self.inline_distill = True
         self.buffer = self._restore_buffer()
@@ -205,6 +213,13 @@ class ProStream:
         store, opts = self.store, self.options.distill
         now = store.clock
         block: Block = d.block
+        # Before the units are attached: the novelty check must know which old lines the block's
+        # lines supersede, so that a new value is not folded into the old value's unit.
+        stored = store.utterance_vectors([u.id for u in block.utterances if u.id is not None])
+        said = [u for u in block.utterances if u.id in stored]
+        if said:
+            lines = np.vstack([stored[u.id] for u in said if u.id is not None])
+            store.add_supersessions(self.supersession.links(store, said, lines))
         texts = [d.scene, d.event, d.gist.text] + [a.text for a in d.amus]
         vectors = self.embedder.encode(texts)
         scene_vec, event_vec, gist_vec, amu_vecs = vectors[0], vectors[1], vectors[2], vectors[3:]
@@ -235,10 +250,17 @@ class ProStream:
     def _attach(
         self, amu: AmuCandidate, vector: np.ndarray, event_id: int, block: Block, now: float, force: bool = False
     ) -> int:
-        """The novelty check: a unit too close to an existing one only adds its provenance to it."""
+        """The novelty check: a unit too close to an existing one only adds its provenance to it,
+        unless it rests on a line that supersedes one of that unit's: a new value is a new unit,
+        and the old one, resting on superseded lines, is what the budget prunes first."""
         hit = self.store.index[Level.AMU].search(vector, 1)
         times = [u.time for u in block.utterances if u.id in amu.sources] or [block.start]
-        if not force and hit and hit[0][1] >= self.options.distill.concept_threshold:
+        if (
+            not force
+            and hit
+            and hit[0][1] >= self.options.distill.concept_threshold
+            and not self.store.supersedes_node(amu.sources, hit[0][0])
+        ):
             self.store.add_sources(hit[0][0], amu.sources)
             self._restate(hit[0][0], amu, vector, max(times))
             return 0

@@ -16,6 +16,11 @@ recent one that was merely asked about before. It only breaks ties, and decides 
 what the memory keeps. Every arm sees only the lines inside the recall filter (a time window and
 a speaker, given or read from the question).
 
+A line that a held later line supersedes (the same fact with an older value, memory/supersede.py)
+is not ranked on its own: its successor takes its place (or keeps its own, if higher) and the old
+line rides along as the successor's `history`, so the current value comes first and the old one
+is there to say what changed.
+
 Beside the ranked lines, recall offers the reply to the best matches: the turn just after each
 of the few lines the lexical and dense arms rank first (`reply_lines`), searched inside the
 window but among anyone's lines, kept when another speaker said it and the filter admits it.
@@ -120,6 +125,52 @@ def _replies(
     return tuple(out.values())
 
 
+_MAX_HOPS = 8  # successors followed from a recalled line (a value changed that many times)
+
+
+def _latest_successors(store: Store, ids: list[int]) -> dict[int, int]:
+    """For each line a held line supersedes, the latest held line down its chain of successors."""
+    latest: dict[int, int] = {}
+    frontier = {uid: uid for uid in ids}  # line reached -> the recalled line it started from
+    for _ in range(_MAX_HOPS):
+        found = store.held_successors(frontier)
+        if not found:
+            break
+        frontier = {news[-1]: frontier[old] for old, news in found.items()}
+        for reached, start in frontier.items():
+            latest[start] = reached
+    return latest
+
+
+def current_first(store: Store, lines: list[RecalledLine], window: RecallFilter) -> list[RecalledLine]:
+    """`lines` (best first) with each superseded line's place taken by its latest held successor
+    inside the window, the old line kept as that successor's history."""
+    latest = _latest_successors(store, [r.evidence.utterance_id for r in lines])
+    if not latest:
+        return lines
+    fetched = {u.id: u for u in store.utterances(set(latest.values())) if u.id is not None}
+    merged: dict[int, RecalledLine] = {}
+    for r in lines:
+        successor = fetched.get(latest.get(r.evidence.utterance_id, -1))
+        current = r.evidence
+        if successor is not None and window.admits(successor.speaker, successor.time):
+            current = Evidence.of(successor)
+        history = (r.evidence,) if current is not r.evidence else ()
+        kept = merged.get(current.utterance_id)
+        if kept is None:
+            merged[current.utterance_id] = RecalledLine(current, r.score, r.found_by, r.best_rank, history)
+            continue
+        ranks = [b for b in (kept.best_rank, r.best_rank) if b is not None]
+        merged[current.utterance_id] = RecalledLine(
+            current,
+            max(kept.score, r.score),
+            tuple(dict.fromkeys(kept.found_by + r.found_by)),
+            min(ranks) if ranks else None,
+            tuple(sorted(kept.history + history, key=lambda e: (e.time, e.utterance_id))),
+        )
+    return sorted(merged.values(), key=lambda r: -r.score)
+
+
 def recall(
     store: Store,
     reading: QuestionReading,
@@ -168,6 +219,12 @@ def recall(
             )
         )
     lines.sort(key=lambda r: -r.score)
+    lines = current_first(store, lines, window)
     cosines = [float(vectors[r.evidence.utterance_id] @ vector) for r in lines if r.evidence.utterance_id in vectors]
     replies = _replies(store, arms, match, vector, window, options.reply_lines)
+    # A reply is offered for what it says next to a match; one a held line supersedes would only
+    # bring the old value back beside its successor.
+    if replies:
+        superseded = store.held_successors(r.utterance_id for r in replies)
+        replies = tuple(r for r in replies if r.utterance_id not in superseded)
     return Recall(tuple(lines), tuple(paths), max(cosines, default=0.0), bool(arms.get("lexical")), replies)

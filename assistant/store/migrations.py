@@ -178,11 +178,31 @@ def _utterance_voices(db: Database) -> None:
     )
 
 
+def _supersessions(db: Database) -> None:
+    # A later line that states a new value for what an earlier line said (a date moved, an amount
+    # changed, someone else took over): `old_id` is superseded by `new_id`. Pruning takes what
+    # rests on superseded lines first and recall ranks the successor above them
+    # (memory/supersede.py). A link goes with either line (forget, expiry) by the cascade.
+    run_script(
+        db,
+        """
+        CREATE TABLE supersessions (
+            old_id INTEGER NOT NULL REFERENCES utterances(id) ON DELETE CASCADE,
+            new_id INTEGER NOT NULL REFERENCES utterances(id) ON DELETE CASCADE,
+            PRIMARY KEY (old_id, new_id),
+            CHECK (old_id != new_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX supersessions_new ON supersessions(new_id);
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[str, Callable[[Database], None]]] = [
     ("0001_initial_schema", _initial_schema),
     ("0002_speaker_voices", _speaker_voices),
     ("0003_memory_lines", _memory_lines),
     ("0004_utterance_voices", _utterance_voices),
+    ("0005_supersessions", _supersessions),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -389,6 +389,18 @@ class Store:
         )
         return [(int(r[0]), float(r[1])) for r in rows]
 
+    def line_frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """How many lines the memory holds, and how many of them say each term (FTS5's stemming)."""
+        total = int(self.db.one("SELECT count(*) FROM memory_lines")[0])
+        found: dict[str, int] = {}
+        for term in terms:
+            quoted = '"' + term.replace('"', "") + '"'
+            if quoted != '""':
+                found[term] = int(
+                    self.db.one("SELECT count(*) FROM memory_lines WHERE memory_lines MATCH ?", (quoted,))[0]
+                )
+        return total, found
+
     def dense_lines(self, vector: np.ndarray, k: int, window: RecallFilter | None = None) -> list[tuple[int, float]]:
         """The k held lines nearest to `vector` by cosine, inside `window`.
 
@@ -547,6 +559,54 @@ class Store:
 
     def remove_pending(self, block_id: int) -> None:
         self.db.execute("DELETE FROM pending_blocks WHERE id = ?", (block_id,))
+
+    # --- supersession: a later line that states a new value for an earlier one's ----------
+
+    def add_supersessions(self, pairs: Iterable[tuple[int, int]]) -> None:
+        """Record each (old, new): the line `new` states a new value for what `old` said."""
+        self.db.executemany(
+            "INSERT OR IGNORE INTO supersessions (old_id, new_id) VALUES (?, ?)",
+            [(old, new) for old, new in pairs if old != new],
+        )
+
+    def held_successors(self, utterance_ids: Iterable[int]) -> dict[int, list[int]]:
+        """For each of these lines that a held line supersedes, those held successors (oldest first)."""
+        ids = list(dict.fromkeys(utterance_ids))
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        rows = self.db.all(
+            "SELECT s.old_id, s.new_id FROM supersessions s JOIN utterances u ON u.id = s.new_id "
+            f"WHERE s.old_id IN ({marks}) AND EXISTS (SELECT 1 FROM memory_lines m WHERE m.rowid = s.new_id) "
+            "ORDER BY u.time, u.id",
+            ids,
+        )
+        out: dict[int, list[int]] = {}
+        for old, new in rows:
+            out.setdefault(int(old), []).append(int(new))
+        return out
+
+    def superseded_shares(self) -> dict[int, float]:
+        """For every node resting on a superseded line, the share of its lines that a held line supersedes."""
+        rows = self.db.all(
+            "SELECT ns.node_id, count(*), sum(EXISTS (SELECT 1 FROM supersessions s WHERE s.old_id = ns.utterance_id "
+            "AND EXISTS (SELECT 1 FROM memory_lines m WHERE m.rowid = s.new_id))) FROM node_sources ns "
+            "GROUP BY ns.node_id"
+        )
+        return {int(r[0]): int(r[2]) / int(r[1]) for r in rows if r[2]}
+
+    def supersedes_node(self, new_ids: Iterable[int], node_id: int) -> bool:
+        """Whether any of the lines `new_ids` supersedes a line the node rests on."""
+        ids = list(dict.fromkeys(new_ids))
+        if not ids:
+            return False
+        marks = ",".join("?" * len(ids))
+        row = self.db.one(
+            "SELECT 1 FROM supersessions s JOIN node_sources ns ON ns.utterance_id = s.old_id "
+            f"WHERE ns.node_id = ? AND s.new_id IN ({marks}) LIMIT 1",
+            (node_id, *ids),
+        )
+        return row is not None
 
     # --- the tree --------------------------------------------------------------------------
 

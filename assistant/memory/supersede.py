@@ -1,0 +1,284 @@
+"""Supersession: a later line that states a new value for something an earlier line said.
+
+"The Lisbon budget is 2,000 euros", then days later "we had to raise the Lisbon budget to 2,400":
+both lines are about one fact, and the second makes the first history. A bounded memory that
+cannot tell keeps whichever line its utility happens to favour, and recall ranks whichever line
+repeats the question's words, so an answer can quote the old value long after it changed.
+
+Two lines are taken as one fact at two moments when:
+
+1. the later one is a statement (not a question) and names a value the earlier one does not: a
+   number, an amount, a date or day, a time, or a name (a person, place, organisation or thing);
+2. the values that differ are of one kind (only quantities, or only people, only places...),
+   the earlier line stated a value of that kind, and where names changed, the two lines share
+   another name (the subject whose person or place changed): "the Lisbon budget is 2,000" and
+   "the Porto budget is 2,400" differ in a place and an amount, "the Willow demo crashed" and
+   "the Redwood demo crashed" name nothing in common, and both are two facts;
+3. with the differing values masked out (each replaced by a word for its kind), the two lines
+   mean nearly the same (embedding cosine at least `masked_similarity`). Masking is what tells
+   "the budget went up to 2,400" (same slot, new value) from "the tour costs 20 euros" (a
+   different slot that merely shares the topic's words): the value is no longer what the
+   sentences differ in.
+
+Candidates are the held lines nearest the new line (the memory's own line index, so the cost of
+a check does not grow with the archive), said before it. The links are stored (`supersessions`);
+the budget prunes what rests on superseded lines first, the novelty check does not fold a new
+value into the unit of the old one, and recall ranks the successor above the superseded line,
+handing the old one on as its history.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..config import SupersedeOptions
+from ..records import Utterance
+from ..store.store import Store
+
+# Kinds of value. Digits and calendar words are one kind ("when or how much"): a date is a day
+# number and a month, and it would be odd to call 14 May and 21 June two kinds of difference.
+# Names are of the kind their entity is (a person, a place, an organisation or venue), or plain
+# names where no entity recogniser says which.
+QUANTITY = "quantity"
+PERSON = "person"
+PLACE = "place"
+ORGANISATION = "organisation"
+NAME = "name"
+_NAME_KINDS = {
+    "PERSON": PERSON,
+    "GPE": PLACE,
+    "LOC": PLACE,
+    "ORG": ORGANISATION,
+    "FAC": ORGANISATION,  # hotels, garages, venues: named and run like organisations
+    "NORP": NAME,
+    "PRODUCT": NAME,
+    "EVENT": NAME,
+    "WORK_OF_ART": NAME,
+    "LAW": NAME,
+}
+
+_NUMBER = re.compile(r"\d+(?:[.,:]\d+)*(?:[^\W\d_]+\b)?")  # "2,400", "10:30", "4B", "3rd"
+_CALENDAR = re.compile(
+    r"\b(?:january|february|march|april|may|june|july|august|september|october|november|december|"
+    r"jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec|"
+    r"mondays?|tuesdays?|wednesdays?|thursdays?|fridays?|saturdays?|sundays?)\b",
+    re.IGNORECASE,
+)
+# Without a parser: runs of capitalised words, not counting the first word of a sentence.
+_CAPITALISED = re.compile(r"(?<![.!?:]\s)(?<!^)\b[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*")
+# The pipes an entity pass does not need (skipped for speed where the pipeline has them).
+_NOT_FOR_NER = ("parser", "tagger", "attribute_ruler", "lemmatizer", "senter")
+_CACHE_LIMIT = 50_000  # analysed lines kept (the same held lines are candidates again and again)
+_VECTOR_CACHE_LIMIT = 10_000  # masked lines' vectors kept: 15 MB at 384 dimensions
+
+
+@dataclass(frozen=True)
+class Value:
+    kind: str
+    key: str  # normalised: case folded, thousands separators dropped ("2,400" -> "2400")
+    start: int
+    end: int
+
+
+def _key(kind: str, text: str) -> str:
+    text = " ".join(text.casefold().split())
+    return text.replace(",", "") if kind == QUANTITY else text
+
+
+def is_statement(text: str) -> bool:
+    """A question asks for a value; it states none."""
+    return not text.rstrip().endswith("?")
+
+
+class ValueTagger:
+    """The values a line names, with where they stand (for masking)."""
+
+    def __init__(self, nlp: Callable[[], Any | None] | None = None) -> None:
+        self._nlp_factory = nlp
+        self._nlp: Any | None = None
+        self._cache: dict[str, tuple[Value, ...]] = {}
+
+    def _pipeline(self) -> Any | None:
+        if self._nlp is None and self._nlp_factory is not None:
+            self._nlp = self._nlp_factory()
+            self._nlp_factory = None
+        return self._nlp
+
+    def values(self, texts: Sequence[str]) -> list[tuple[Value, ...]]:
+        todo = [t for t in dict.fromkeys(texts) if t not in self._cache]
+        if todo:
+            if len(self._cache) + len(todo) > _CACHE_LIMIT:
+                self._cache.clear()
+            for text, names in zip(todo, self._names(todo), strict=True):
+                self._cache[text] = self._tag(text, names)
+        return [self._cache[t] for t in texts]
+
+    def _names(self, texts: list[str]) -> list[list[tuple[int, int, str]]]:
+        nlp = self._pipeline()
+        if nlp is None:
+            return [[(m.start(), m.end(), NAME) for m in _CAPITALISED.finditer(t)] for t in texts]
+        disable = [p for p in _NOT_FOR_NER if p in nlp.pipe_names]
+        return [
+            [(e.start_char, e.end_char, _NAME_KINDS[e.label_]) for e in doc.ents if e.label_ in _NAME_KINDS]
+            for doc in nlp.pipe(texts, batch_size=64, disable=disable)
+        ]
+
+    @staticmethod
+    def _tag(text: str, names: list[tuple[int, int, str]]) -> tuple[Value, ...]:
+        found: list[Value] = []
+        for pattern in (_NUMBER, _CALENDAR):
+            for m in pattern.finditer(text):
+                if not any(v.start <= m.start() < v.end for v in found):
+                    found.append(Value(QUANTITY, _key(QUANTITY, m.group()), m.start(), m.end()))
+        quantities = list(found)
+        for start, end, kind in names:
+            # A day or a month is a quantity even where it is capitalised like a name.
+            if not any(start < v.end and v.start < end for v in quantities):
+                found.append(Value(kind, _key(kind, text[start:end]), start, end))
+        return tuple(sorted(found, key=lambda v: v.start))
+
+
+def mask(text: str, values: Iterable[Value], masked: set[tuple[bool, str]]) -> str:
+    """`text` with each value in `masked` (see `_ident`) replaced by the word for its kind."""
+    out, at = [], 0
+    for v in sorted(values, key=lambda v: v.start):
+        if _ident(v) in masked and v.start >= at:
+            out += [text[at : v.start], "NUMBER" if v.kind == QUANTITY else "NAME"]
+            at = v.end
+    out.append(text[at:])
+    return "".join(out)
+
+
+@dataclass(frozen=True)
+class Pair:
+    """A candidate (earlier, later) pair that passed the value tests, masked for the meaning test."""
+
+    old_id: int
+    new_id: int
+    old_masked: str
+    new_masked: str
+
+
+def _ident(v: Value) -> tuple[bool, str]:
+    """What makes two values the same: a quantity's digits or words, a name's words, whatever an
+    entity recogniser calls the name in each line (it may say place in one and organisation in
+    the other)."""
+    return v.kind == QUANTITY, v.key
+
+
+def value_pair(
+    old: Utterance, new: Utterance, old_values: tuple[Value, ...], new_values: tuple[Value, ...]
+) -> Pair | None:
+    """Tests 1 and 2 of the module docstring: the later line names a new value, of the same subject."""
+    if old.id is None or new.id is None or not is_statement(new.text) or not is_statement(old.text):
+        return None
+    old_keys = {_ident(v) for v in old_values}
+    new_keys = {_ident(v) for v in new_values}
+    added, dropped = new_keys - old_keys, old_keys - new_keys
+    if not added:
+        return None
+    differing = added | dropped
+    kinds = {v.kind for v in (*old_values, *new_values) if _ident(v) in differing}
+    if len(kinds) > 1:
+        return None
+    (kind,) = kinds
+    # The earlier line must have stated a value of that kind: "Quick update on the sync" says
+    # nothing that "Yuki runs the sync now" replaces.
+    if not any(v.kind == kind for v in old_values):
+        return None
+    if kind == QUANTITY:
+        # Every quantity is masked, not only the differing ones: an update often names the value
+        # it replaces ("2,400 instead of 2,000"), and a number is what a line says about its
+        # subject, not the subject.
+        differing |= {_ident(v) for v in (*old_values, *new_values) if v.kind == QUANTITY}
+    elif not any(not is_quantity for is_quantity, _ in old_keys & new_keys):
+        # A new name needs a name in common, the thing whose person or place changed: "the Willow
+        # demo crashed" and "the Redwood demo crashed", or "hi Felix" and "hi Rosa", are two facts.
+        return None
+    return Pair(old.id, new.id, mask(old.text, old_values, differing), mask(new.text, new_values, differing))
+
+
+def _runs(text: str, values: tuple[Value, ...]) -> list[list[Value]]:
+    """Values that stand together ("Friday 21 May", "2,400"), as runs in the order said."""
+    runs: list[list[Value]] = []
+    for v in values:
+        if runs and not text[runs[-1][-1].end : v.start].strip(" ,"):
+            runs[-1].append(v)
+        else:
+            runs.append([v])
+    return runs
+
+
+def earlier_values(tagger: ValueTagger, old: str, new: str) -> list[str]:
+    """What `old` said that `new` replaced, as it was said, for a context to show as history
+    ("earlier: Tuesday 14 May"): where the new line names a new quantity, each run of values in
+    the old line that holds a quantity (an update often repeats the value it replaces: "3,450, up
+    from 3,100"); where it names a new name, the old line's names it does not repeat."""
+    old_values, new_values = tagger.values([old, new])
+    named = {_ident(v) for v in new_values}
+    changed = {v.kind for v in new_values if _ident(v) not in {_ident(o) for o in old_values}}
+    return [
+        old[run[0].start : run[-1].end]
+        for run in _runs(old, old_values)
+        if any(v.kind in changed and (v.kind == QUANTITY or _ident(v) not in named) for v in run)
+    ]
+
+
+class Supersession:
+    """Finds which held lines a block's new lines supersede."""
+
+    def __init__(
+        self,
+        options: SupersedeOptions,
+        encode: Callable[[list[str]], np.ndarray],
+        nlp: Callable[[], Any | None] | None = None,
+    ) -> None:
+        self.options = options
+        self._encode = encode
+        self.tagger = ValueTagger(nlp)
+        # Masked lines embedded so far: a held line is a candidate for many later lines, and with
+        # its quantities masked it reads the same each time.
+        self._masked: dict[str, np.ndarray] = {}
+
+    def _embed_masked(self, texts: list[str]) -> dict[str, np.ndarray]:
+        todo = [t for t in dict.fromkeys(texts) if t not in self._masked]
+        if todo:
+            if len(self._masked) + len(todo) > _VECTOR_CACHE_LIMIT:
+                self._masked.clear()
+            self._masked.update(zip(todo, self._encode(todo), strict=True))
+        return {t: self._masked[t] for t in texts}
+
+    def links(self, store: Store, lines: Sequence[Utterance], vectors: np.ndarray) -> list[tuple[int, int]]:
+        """(old, new) for each held line said before a line of `lines` that the later one supersedes."""
+        opts = self.options
+        if not opts.enabled:
+            return []
+        said = [(u, v) for u, v in zip(lines, vectors, strict=False) if u.id is not None and is_statement(u.text)]
+        new_values = self.tagger.values([u.text for u, _ in said])
+        pairs: list[Pair] = []
+        for (u, vector), values in zip(said, new_values, strict=True):
+            if not values:
+                continue
+            near = [uid for uid, cos in store.dense_lines(vector, opts.candidates) if cos >= opts.min_similarity]
+            earlier = [
+                c
+                for c in store.utterances([uid for uid in near if uid != u.id])
+                if (c.time, c.id or 0) < (u.time, u.id or 0)
+            ]
+            for old, old_values in zip(earlier, self.tagger.values([c.text for c in earlier]), strict=True):
+                pair = value_pair(old, u, old_values, values)
+                if pair is not None:
+                    pairs.append(pair)
+        if not pairs:
+            return []
+        embedded = self._embed_masked([t for p in pairs for t in (p.old_masked, p.new_masked)])
+        return [
+            (p.old_id, p.new_id)
+            for p in pairs
+            if float(embedded[p.old_masked] @ embedded[p.new_masked]) >= opts.masked_similarity
+        ]

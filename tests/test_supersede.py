@@ -1,0 +1,189 @@
+"""Supersession: a later line stating a new value makes the earlier one history, in the budget and in recall."""
+
+import pytest
+
+from assistant.config import BudgetOptions
+from assistant.memory.budget import enforce_budget
+from assistant.memory.supersede import NAME, QUANTITY, ValueTagger, earlier_values, value_pair
+from assistant.records import ForgetFilter, Level, Utterance
+
+from .conftest import check_invariants, open_memory
+
+DAY = 86400.0
+
+
+def _links(mem) -> set[tuple[str, str]]:
+    rows = mem.store.db.all(
+        "SELECT o.text, n.text FROM supersessions s JOIN utterances o ON o.id = s.old_id "
+        "JOIN utterances n ON n.id = s.new_id"
+    )
+    return {(r[0], r[1]) for r in rows}
+
+
+def _said(mem, lines: list[tuple[str, str, float]]) -> None:
+    for speaker, text, t in lines:
+        mem.add(speaker, text, t)
+    mem.flush()
+    mem.engine.distill_pending()
+
+
+def test_values_are_numbers_dates_and_names():
+    tagger = ValueTagger()  # the capitalised-words fallback: no spaCy pipeline
+    (values,) = tagger.values(["On Friday 21 May we pay 2,400 euros at room 4B to Hotel Aurora."])
+    keys = {(v.kind, v.key) for v in values}
+    assert {(QUANTITY, "friday"), (QUANTITY, "21"), (QUANTITY, "may"), (QUANTITY, "2400"), (QUANTITY, "4b")} <= keys
+    assert (NAME, "hotel aurora") in keys
+    # The first word of a sentence is capitalised whatever it is.
+    assert all(v.key != "on" for v in values)
+
+
+def test_the_earlier_value_is_said_as_it_was_said():
+    tagger = ValueTagger()
+    assert earlier_values(tagger, "We fly out on Tuesday 14 May.", "The flight moved to Friday 21 May.") == [
+        "Tuesday 14 May"
+    ]
+    assert earlier_values(tagger, "The quote is 3,100 pounds.", "The quote is 3,450 pounds, up from 3,100.") == [
+        "3,100"
+    ]
+    assert earlier_values(tagger, "The quote is 3,100 pounds.", "Yes, 3,100 pounds.") == []
+    # A new name: the old name, not the one both lines are about.
+    old, new = "The Kestrel launch is run by Nadia Brook.", "The Kestrel launch is run by Tomas Ortiz now."
+    assert earlier_values(tagger, old, new) == ["Nadia Brook"]
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "paired"),
+    [
+        # A new amount, a new day, a new person: one slot, a new value.
+        ("The kitchen quote is 3,100 pounds.", "The kitchen quote came back at 3,450 pounds.", True),
+        ("The Kestrel launch is run by Nadia Brook.", "The Kestrel launch is run by Tomas Ortiz now.", True),
+        # Two kinds of difference (another place and another amount): two facts, not one.
+        ("The Oslo rent is 900 euros.", "The Bergen rent is 950 euros.", False),
+        # Nothing new is stated: the same values, or fewer.
+        ("The Oslo rent is 900 euros.", "Yes, 900 euros for Oslo.", False),
+        # A new name with nothing else in common, or where the earlier line named nobody.
+        ("Hi Felix, good to see you.", "Hi Rosa, good to see you.", False),
+        ("The quote is ready.", "The quote is 3,450 pounds.", False),
+        # A question states no value.
+        ("The Oslo rent is 900 euros.", "Is the Oslo rent 950 euros now?", False),
+    ],
+)
+def test_a_pair_needs_a_new_value_of_one_kind(old, new, paired):
+    tagger = ValueTagger()
+    old_values, new_values = tagger.values([old, new])
+    pair = value_pair(Utterance("Ana", old, 0.0, 1), Utterance("Bo", new, 1.0, 2), old_values, new_values)
+    assert (pair is not None) == paired
+
+
+def test_a_later_value_supersedes_the_earlier_line_and_gets_its_own_unit(tmp_path):
+    """Stated, then changed days later: the link is stored, and the novelty check does not fold the
+    new value into the unit that holds the old one."""
+    mem = open_memory(tmp_path)
+    try:
+        old, new = "The budget for the Lisbon trip is 2,000 euros.", "The Lisbon trip budget is now 2,600 euros."
+        _said(
+            mem,
+            [
+                ("Ana", old, 1000.0),
+                ("Bo", "My cat knocked a plant off the shelf this morning.", 1060.0),
+                ("Ana", new, 3 * DAY),
+                ("Bo", "The printer on the second floor is jammed again.", 3 * DAY + 60),
+            ],
+        )
+        assert (old, new) in _links(mem)
+        # Nothing unrelated is linked: the chatter names no value the other lines name.
+        assert all(o == old and n == new for o, n in _links(mem))
+        ids = {u.text: u.id for u in mem.store.utterances(mem.store.held_ids())}
+        units = {
+            nid: {ev.utterance_id for ev in evs}
+            for nid, evs in mem.store.sources(n.id for n in mem.store.nodes(Level.AMU)).items()
+        }
+        assert any(ids[new] in srcs and ids[old] not in srcs for srcs in units.values())
+        check_invariants(mem)
+    finally:
+        mem.close()
+
+
+def test_unrelated_facts_are_not_linked(tmp_path):
+    mem = open_memory(tmp_path)
+    try:
+        _said(
+            mem,
+            [
+                ("Ana", "The budget for the Lisbon trip is 2,000 euros.", 1000.0),
+                ("Bo", "The budget for the Porto trip is 2,600 euros.", 2 * DAY),
+                ("Ana", "I found a walking tour of Lisbon for 25 euros each.", 3 * DAY),
+                ("Bo", "When do we leave for Lisbon?", 4 * DAY),
+            ],
+        )
+        assert _links(mem) == set()
+    finally:
+        mem.close()
+
+
+def test_a_superseded_value_is_pruned_before_its_successor(tmp_path):
+    """Over budget, the unit resting on the superseded line goes first, though it was used more
+    (a higher utility), and the merge does not fold the two (the old line would live on)."""
+    mem = open_memory(tmp_path)
+    try:
+        store, embed = mem.store, mem.engine.embedder.encode
+        old_text, new_text = "The Lisbon trip budget is 2,000 euros.", "The Lisbon trip budget is 2,600 euros."
+        old_line = store.add_utterance(Utterance("Ana", old_text, 100.0), embed([old_text])[0])
+        new_line = store.add_utterance(Utterance("Bo", new_text, 900.0), embed([new_text])[0])
+        assert old_line is not None and new_line is not None and old_line.id and new_line.id
+        vectors = embed([old_text, new_text])
+        with store.atomic():
+            scene = store.add_node(Level.SCENE, None, "trip", 1, vectors[0], created=0.0)
+            event = store.add_node(Level.EVENT, scene, "trip talk", 2, vectors[0], created=0.0)
+            old = store.add_node(Level.AMU, event, old_text, 12, vectors[0], created=0.0, sources=[old_line.id])
+            new = store.add_node(Level.AMU, event, new_text, 12, vectors[1], created=0.0, sources=[new_line.id])
+            store.db.execute("UPDATE nodes SET frequency = 5, last_access = 900 WHERE id = ?", (old,))
+            store.add_supersessions([(old_line.id, new_line.id)])
+            report = enforce_budget(
+                store, BudgetOptions(token_budget=20, merge_threshold=0.5), mem.settings.memory.utility, 1000.0
+            )
+        assert report.merged == 0 and report.pruned == 1
+        assert store.node(old) is None and store.node(new) is not None
+        assert store.held_ids_among([old_line.id, new_line.id]) == [new_line.id]
+    finally:
+        mem.close()
+
+
+def test_recall_shows_the_current_value_first(tmp_path):
+    """The old line repeats the question's words more than the new one, yet the new one comes
+    first, with the old one as its history and not as a line of its own."""
+    mem = open_memory(tmp_path)
+    try:
+        old, new = "The budget for the Lisbon trip is 2,000 euros.", "The Lisbon trip budget went up to 2,600 euros."
+        _said(
+            mem,
+            [
+                ("Ana", old, 1000.0),
+                ("Bo", "My cat knocked a plant off the shelf this morning.", 1060.0),
+                ("Ana", new, 3 * DAY),
+                ("Bo", "The printer on the second floor is jammed again.", 3 * DAY + 60),
+            ],
+        )
+        assert (old, new) in _links(mem)
+        found = mem.search("What is the budget for the Lisbon trip?", use=False)
+        texts = [r.evidence.text for r in found.lines]
+        assert texts[0] == new and old not in texts
+        assert [e.text for e in found.lines[0].history] == [old]
+    finally:
+        mem.close()
+
+
+def test_a_forgotten_successor_gives_the_old_line_back(tmp_path):
+    """The link goes with either line: once the new line is forgotten the old one is all the
+    memory has, and recall shows it."""
+    mem = open_memory(tmp_path)
+    try:
+        old, new = "The budget for the Lisbon trip is 2,000 euros.", "The Lisbon trip budget is now 2,600 euros."
+        _said(mem, [("Ana", old, 1000.0), ("Ana", new, 3 * DAY)])
+        assert (old, new) in _links(mem)
+        mem.forget(ForgetFilter(since=3 * DAY - 1, until=3 * DAY + 1))
+        assert _links(mem) == set()
+        texts = [r.evidence.text for r in mem.search("What is the budget for the Lisbon trip?", use=False).lines]
+        assert texts[0] == old
+    finally:
+        mem.close()
