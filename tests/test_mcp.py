@@ -46,7 +46,9 @@ def _no_daemon_left_behind() -> Iterator[None]:
 def heard(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaemonProcess]:
     """A daemon that heard PART_ONE (two voices, six turns) and filed all of it."""
     root = tmp_path_factory.mktemp("mcp")
-    d = daemon_config(root / "d")
+    # The product's default answerer: the tests check what an answer says and cites, and the 0.5B
+    # says "not mentioned" to "Who is looking after Priya's dog?" with the answer in its context.
+    d = daemon_config(root / "d", llm=None)
     d.shared = True
     with running(d, make_recording(root / "audio", PART_ONE)) as daemon:
         yield daemon
