@@ -47,6 +47,17 @@ def _csv(value: str | None) -> list[str]:
     return [v.strip() for v in (value or "").split(",") if v.strip()]
 
 
+def _categories(value: str | None) -> list[int]:
+    """The LoCoMo categories a --categories value names (1-5); none = all."""
+    try:
+        cats = [int(c) for c in _csv(value)]
+    except ValueError:
+        raise InputError(f"--categories takes numbers 1-5, got {value!r}") from None
+    if any(c not in range(1, 6) for c in cats):
+        raise InputError(f"--categories takes numbers 1-5, got {value!r}")
+    return cats
+
+
 @click.group()
 def bench() -> None:
     """Measure recall quality, latency and boundedness."""
@@ -115,12 +126,7 @@ def locomo(
     if path is None:
         raise InputError(f"no LoCoMo file at bench.locomo_data ({settings.bench.locomo_data}); pass --data FILE")
     names = _csv(systems)
-    try:
-        cats = [int(c) for c in _csv(categories)]
-    except ValueError:
-        raise InputError(f"--categories takes numbers 1-5, got {categories!r}") from None
-    if any(c not in range(1, 6) for c in cats):
-        raise InputError(f"--categories takes numbers 1-5, got {categories!r}")
+    cats = _categories(categories)
     convs = select_conversations(path, _csv(conversations))
     total = count_steps(convs, limit, cats, delay)
     with click.progressbar(length=total, label="locomo", show_eta=True, show_pos=True, file=None) as bar:
@@ -213,12 +219,7 @@ def longterm(
     path = data or default_data(settings)
     if path is None:
         raise InputError(f"no LoCoMo file at bench.locomo_data ({settings.bench.locomo_data}); pass --data FILE")
-    try:
-        cats = [int(c) for c in _csv(categories)]
-    except ValueError:
-        raise InputError(f"--categories takes numbers 1-5, got {categories!r}") from None
-    if any(c not in range(1, 6) for c in cats):
-        raise InputError(f"--categories takes numbers 1-5, got {categories!r}")
+    cats = _categories(categories)
     token_budget = budget or settings.memory.budget.token_budget
     length = stream_tokens or 10 * token_budget
     convs = select_conversations(path, _csv(conversations))

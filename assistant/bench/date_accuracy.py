@@ -40,6 +40,7 @@ Scoring (`score_date`):
 from __future__ import annotations
 
 import re
+from calendar import month_name
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
@@ -49,20 +50,7 @@ from ..memory.dates import find_expressions
 # right reply from a wrong one; a month still can ("a couple of weeks before X" is 22 days).
 MAX_WINDOW_DAYS = 31
 
-_MONTHS = (
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-)
+_MONTHS = tuple(m.lower() for m in month_name)[1:]  # "january" ... "december"
 _ABBREVIATIONS = {"jan": 1, "feb": 2, "mar": 3, "apr": 4, "jun": 6, "jul": 7, "aug": 8, "sep": 9, "sept": 9}
 _ABBREVIATIONS |= {"oct": 10, "nov": 11, "dec": 12}
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")

@@ -14,24 +14,12 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from calendar import month_name
 from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal, InvalidOperation
 
-_MONTHS = (
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-)
+_MONTHS = tuple(month_name)[1:]  # "January" ... "December"
 
 
 @dataclass(frozen=True)
