@@ -341,6 +341,8 @@ class Retrieval:
     names: tuple[str, ...] = ()
     # The reply to each best match (memory/recall.py), offered to the context after the lines.
     replies: tuple[Evidence, ...] = ()
+    # The one speaker the question is about, whose own lines recall ranked first (not a filter).
+    about: str | None = None
 
     @property
     def empty(self) -> bool:

@@ -187,7 +187,7 @@ def test_a_question_in_spoken_form_reaches_what_the_bare_question_does(tmp_path:
             for bare, spoken in SPOKEN:
                 a, b = mem.prepare(bare, use=False), mem.prepare(spoken, use=False)
                 assert a.prompt is not None and b.prompt is not None, spoken
-                assert a.retrieval.filter == b.retrieval.filter, spoken
+                assert a.retrieval.filter == b.retrieval.filter and a.retrieval.about == b.retrieval.about, spoken
                 assert a.retrieval.lines[0].evidence == b.retrieval.lines[0].evidence, spoken
                 assert a.retrieval.lines[0].evidence in b.prompt.sources, spoken
         finally:

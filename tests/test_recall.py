@@ -66,27 +66,27 @@ def _lexical(mem, word: str) -> list[int]:
 
 
 def test_reading_a_question():
-    speakers = ["Caroline", "Melanie", "Sam Lee", "Speaker 2", "Speaker 3"]
-    r = read_question("What has Melanie painted?", speakers, T0, UTC)
-    assert r.speaker == "Melanie" and "Melanie" not in r.topic and r.terms == ("painted",)
+    speakers = ["Rosalind", "Ingrid", "Sam Lee", "Speaker 2", "Speaker 3"]
+    r = read_question("What has Ingrid baked?", speakers, T0, UTC)
+    assert r.speaker == "Ingrid" and "Ingrid" not in r.topic and r.terms == ("baked",)
     # A possessive, a first name of a full name, and a nickname are all that speaker.
-    assert read_question("What is Caroline's favourite book?", speakers, T0, UTC).speaker == "Caroline"
+    assert read_question("What is Rosalind's favourite film?", speakers, T0, UTC).speaker == "Rosalind"
     assert read_question("Where does Sam work?", speakers, T0, UTC).speaker == "Sam Lee"
-    assert read_question("How long have Mel and her husband been married?", speakers, T0, UTC).speaker == "Melanie"
+    assert read_question("How often do Ros and her brother go climbing?", speakers, T0, UTC).speaker == "Rosalind"
     assert read_question("What did Speaker 3 say?", speakers, T0, UTC).speaker == "Speaker 3"
-    # Two speakers, or a question in the first person, name no single speaker to filter by...
-    both = read_question("What do Caroline and Melanie have in common?", speakers, T0, UTC)
-    assert both.speaker is None and both.named == ("Caroline", "Melanie")
-    mine = read_question("What did I promise Melanie?", speakers, T0, UTC)
-    assert mine.speaker is None and mine.named == ("Melanie",)
+    # Two speakers, or a question in the first person, name no single speaker the question is about...
+    both = read_question("What do Rosalind and Ingrid agree on?", speakers, T0, UTC)
+    assert both.speaker is None and both.named == ("Rosalind", "Ingrid")
+    mine = read_question("What did I promise Ingrid?", speakers, T0, UTC)
+    assert mine.speaker is None and mine.named == ("Ingrid",)
     # ...and a question about no one names no one.
     assert read_question("Who wrote the Iliad?", speakers, T0, UTC).named == ()
-    # A word that merely begins like a name ("Car") is not the name.
-    assert read_question("Which car did they rent?", speakers, T0, UTC).speaker is None
+    # A word that merely begins like a name ("Ros") is not the name.
+    assert read_question("Which rose did they plant?", speakers, T0, UTC).speaker is None
     # A time bounds the lines only when the question asks what was said then.
     said = read_question("What did Sam say last week?", speakers, T0, UTC)
     assert said.window is not None and said.window[1] <= T0
-    assert read_question("Where did Caroline move from four years ago?", speakers, T0, UTC).window is None
+    assert read_question("Where did Ingrid live three years ago?", speakers, T0, UTC).window is None
     # Quoting keeps FTS5 operators in the words from being read as operators.
     assert fts_query(("near", "or", 'a"b')) == '"near" OR "or" OR "ab"'
     assert fts_query(()) is None
@@ -166,22 +166,43 @@ def test_recall_is_limited_by_speaker_and_time(memory):
     assert by_ana.filter.speaker == "Ana" and by_ana.filter.inferred == ()
     window = memory.search("trip", since=T0 + DAY, until=T0 + 3 * DAY, now=later)
     assert window.lines and all(T0 + DAY <= r.evidence.time < T0 + 3 * DAY for r in window.lines)
-    # The question's own name becomes the filter, and is marked as read from the question...
-    inferred = memory.search("What has Sam been painting?", now=later)
-    assert inferred.filter.speaker == "Sam" and inferred.filter.inferred == ("speaker",)
-    assert {r.evidence.speaker for r in inferred.lines} == {"Sam"}
-    assert "sunsets" in inferred.lines[0].evidence.text
-    # ...but a speaker the caller gives wins.
+    # The question's own name is who it is about: their lines rank first, but no one is barred...
+    about = memory.search("What has Sam been painting?", now=later)
+    assert about.about == "Sam" and about.filter.speaker is None and about.filter.inferred == ()
+    assert "sunsets" in about.lines[0].evidence.text
+    assert "Ana" in {r.evidence.speaker for r in about.lines}
+    # ...and a speaker the caller gives is a filter.
     given = memory.search("What has Sam been painting?", speaker="Ana", now=later)
-    assert given.filter.speaker == "Ana" and "speaker" not in given.filter.inferred
-    # "What did Sam say yesterday?" asked on day 6 reads day 5.
+    assert given.filter.speaker == "Ana" and given.about is None
+    assert {r.evidence.speaker for r in given.lines} == {"Ana"}
+    # "What did Sam say yesterday?" asked on day 6 reads day 5, Sam's line first.
     yesterday = memory.search("What did Sam say yesterday?", now=T0 + 6 * DAY)
-    assert yesterday.filter.inferred == ("since", "until", "speaker")
-    assert [r.evidence.text for r in yesterday.lines] == ["My sister Priya visits from Toronto next month."]
+    assert yesterday.filter.inferred == ("since", "until")
+    assert yesterday.lines[0].evidence.text == "My sister Priya visits from Toronto next month."
     with pytest.raises(InputError, match="no speaker"):
         memory.search("trip", speaker="Nobody")
     with pytest.raises(InputError, match="since must be before until"):
         memory.search("trip", since=T0 + DAY, until=T0)
+
+
+def test_a_fact_about_someone_told_by_someone_else_is_recalled(tmp_path):
+    """A question that names a person prefers their lines without hiding another speaker's line
+    about them: here the latest date of Sam's appointment is Ana's news."""
+    mem = open_memory(tmp_path / "data", stsb={"max_gap_seconds": 3600})
+    try:
+        mem.add_many(
+            [
+                Utterance("Sam", "My cat Pixel sees the vet on Friday afternoon.", T0),
+                Utterance("Ana", "Sam, the clinic phoned: Pixel's vet visit moved to Tuesday morning.", T0 + DAY),
+                Utterance("Sam", "I still need to buy a new carrier for Pixel.", T0 + DAY + 60),
+            ]
+        )
+        found = mem.prepare("When does Sam take Pixel to the vet?", use=False, now=T0 + 2 * DAY)
+        assert found.retrieval.about == "Sam"
+        assert found.prompt is not None
+        assert any("Tuesday" in e.text for e in found.prompt.sources)
+    finally:
+        mem.close()
 
 
 def test_utility_breaks_ties_but_does_not_rank(memory, tmp_path):
@@ -339,9 +360,8 @@ SUMMER = [
 
 def test_the_reply_to_the_best_match_is_offered(tmp_path):
     """`retrieval.reply_lines`: the words of "What are Ana's plans for the summer?" are in Sam's
-    question, which the speaker read from it keeps out of every arm; Ana's answer shares none of
-    them. The turn just after the best match, searched among everyone's lines, is offered, since
-    Ana said it; Sam's lines never are."""
+    question; Ana's answer shares none of them. The turn just after the best match, said by
+    someone else, is offered."""
     question = "What are Ana's plans for the summer?"
     answer = "Researching adoption agencies, I want to give a child a home."
     quoted = {}
@@ -353,12 +373,11 @@ def test_the_reply_to_the_best_match_is_offered(tmp_path):
         )
         mem.add_many([Utterance(s, t, T0 + 60 * i) for i, (s, t) in enumerate(SUMMER)])
         prepared = mem.prepare(question, use=False)
-        assert prepared.prompt is not None and prepared.retrieval.filter.speaker == "Ana"
+        assert prepared.prompt is not None and prepared.retrieval.about == "Ana"
         # Without the rule nothing reaches Ana's answer: no arm ranks it.
         assert answer not in {r.evidence.text for r in prepared.retrieval.lines}
         quoted[replies] = {e.text for e in prepared.prompt.sources}
-        assert all(e.speaker == "Ana" for e in prepared.retrieval.replies)
-        assert [e.text for e in prepared.retrieval.replies] == ([answer] if replies else [])
+        assert (answer in [e.text for e in prepared.retrieval.replies]) == bool(replies)
         mem.close()
     assert answer in quoted[1] - quoted[0]
 

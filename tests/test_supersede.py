@@ -187,3 +187,32 @@ def test_a_forgotten_successor_gives_the_old_line_back(tmp_path):
         assert texts[0] == old
     finally:
         mem.close()
+
+
+def test_every_old_value_gives_its_place_to_the_current_one(tmp_path):
+    """A figure changed twice: both older lines lead to the latest, and neither stays a line of
+    its own beside it (each is the latest line's history)."""
+    mem = open_memory(tmp_path)
+    try:
+        first = "The budget for the Lisbon trip is 2,000 euros."
+        second = "The Lisbon trip budget went up to 2,400 euros."
+        latest = "The Lisbon trip budget went up to 2,900 euros."
+        _said(
+            mem,
+            [
+                ("Ana", first, 1000.0),
+                ("Bo", "My cat knocked a plant off the shelf this morning.", 1060.0),
+                ("Ana", second, 2 * DAY),
+                ("Bo", "The printer on the second floor is jammed again.", 2 * DAY + 60),
+                ("Ana", latest, 4 * DAY),
+                ("Bo", "I finally fixed the squeaky door hinge.", 4 * DAY + 60),
+            ],
+        )
+        links = _links(mem)
+        assert (first, latest) in links and (second, latest) in links
+        found = mem.search("What is the budget for the Lisbon trip?", use=False)
+        texts = [r.evidence.text for r in found.lines]
+        assert texts[0] == latest and first not in texts and second not in texts
+        assert [e.text for e in found.lines[0].history] == [first, second]
+    finally:
+        mem.close()

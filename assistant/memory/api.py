@@ -573,6 +573,7 @@ class Memory:
             found.lexical_match,
             reading.named,
             found.replies,
+            found.about,
         )
         return retrieval, vector
 
@@ -583,9 +584,6 @@ class Memory:
         if opts.infer_window and reading.window is not None and since is None and until is None:
             since, until = reading.window
             inferred += ["since", "until"]
-        if opts.infer_speaker and reading.speaker is not None and speaker is None:
-            speaker = reading.speaker
-            inferred.append("speaker")
         return RecallFilter(since, until, speaker, tuple(inferred))
 
     def _mark_used(self, lines: list[Evidence]) -> None:
@@ -626,8 +624,6 @@ class Memory:
                         summaries[e.utterance_id] = nodes[nid].text
                         break
         window = retrieval.filter
-        # A neighbour is context, not evidence: a speaker read from the question does not bar it.
-        strict = window if "speaker" not in window.inferred else RecallFilter(window.since, window.until)
         out: list[Candidate] = []
         for rank, e in enumerate(lines):
             if rank < opts.neighbours:
@@ -638,7 +634,7 @@ class Memory:
                     and before.speaker != e.speaker
                     and before.text.rstrip().endswith("?")
                     and self.tokenizer.count(before.text) <= opts.trim_above
-                    and strict.admits(before.speaker, before.time)
+                    and window.admits(before.speaker, before.time)
                     and self.store.held_ids_among([before.id])
                 ):
                     out.append(Candidate(e, summaries.get(e.utterance_id)))

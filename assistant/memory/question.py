@@ -3,9 +3,10 @@
 "What did Sam say about the trip last week?" is about one speaker (Sam), one window (last
 week) and a few content words (say, trip). The speaker's name is taken out of the words that
 are searched: it matches every line that merely addresses Sam ("Thanks, Sam!") and pulls the
-question's vector towards greetings; the speaker becomes a filter instead, since what a
-person did or said is told, overwhelmingly, in their own lines (on the LoCoMo development
-split, 95 % of the evidence for questions that name one speaker is that speaker's own).
+question's vector towards greetings. Recall ranks the speaker's own lines first instead, since
+what a person did or said is told mostly in their own lines (on the LoCoMo development split,
+95 % of the evidence for questions that name one speaker is that speaker's own), without
+barring the rest: news about Sam is often told by someone else.
 """
 
 from __future__ import annotations

@@ -13,8 +13,11 @@ The memory holds a bounded set of lines: those its scene > event > unit tree res
 
 Utility (Eq. 1) does not rank: an old fact that matches the question well is not buried under a
 recent one that was merely asked about before. It only breaks ties, and decides (in the budget)
-what the memory keeps. Every arm sees only the lines inside the recall filter (a time window and
-a speaker, given or read from the question).
+what the memory keeps. Every arm sees only the lines inside the recall filter (a time window, given
+or read from the question, and a speaker the caller gives). A question about one person ("what
+did Sam say about the flat?") does not limit the recall to them: their own lines get two more
+arms (lexical and dense, over their lines alone), so what they said ranks first and a line in
+which someone else states the fact ("Sam's flat is sold") is still found.
 
 A line that a held later line supersedes (the same fact with an older value, memory/supersede.py)
 is not ranked on its own: its successor takes its place (or keeps its own, if higher) and the old
@@ -55,6 +58,8 @@ class Recall:
     # The turn just after each best lexical and dense match, where another speaker said it and it
     # is inside the filter (not among `lines`' ranks: a reply shares no words with the question).
     replies: tuple[Evidence, ...] = ()
+    # The speaker whose own lines had arms of their own (`_about`).
+    about: str | None = None
 
 
 @dataclass(frozen=True)
@@ -103,7 +108,7 @@ def _replies(
     if n <= 0:
         return ()
     if window.speaker is None:
-        hits = [uid for arm in ("lexical", "dense") for uid, _ in arms.get(arm, [])[:n]]
+        hits = [uid for arm in ("lexical", "dense", "lexical_own", "dense_own") for uid, _ in arms.get(arm, [])[:n]]
     else:
         # The turn that asks about the named speaker is usually someone else's: search without them.
         anyone = RecallFilter(window.since, window.until)
@@ -131,14 +136,20 @@ _MAX_HOPS = 8  # successors followed from a recalled line (a value changed that 
 def _latest_successors(store: Store, ids: list[int]) -> dict[int, int]:
     """For each line a held line supersedes, the latest held line down its chain of successors."""
     latest: dict[int, int] = {}
-    frontier = {uid: uid for uid in ids}  # line reached -> the recalled line it started from
+    # Line reached -> the recalled lines that reached it: several old values of one fact lead to
+    # the same successor, and each of them must hand its place to it.
+    frontier: dict[int, set[int]] = {uid: {uid} for uid in ids}
     for _ in range(_MAX_HOPS):
         found = store.held_successors(frontier)
         if not found:
             break
-        frontier = {news[-1]: frontier[old] for old, news in found.items()}
-        for reached, start in frontier.items():
-            latest[start] = reached
+        reached: dict[int, set[int]] = {}
+        for old, news in found.items():
+            reached.setdefault(news[-1], set()).update(frontier[old])
+        frontier = reached
+        for line, starts in frontier.items():
+            for start in starts:
+                latest[start] = line
     return latest
 
 
@@ -171,6 +182,14 @@ def current_first(store: Store, lines: list[RecalledLine], window: RecallFilter)
     return sorted(merged.values(), key=lambda r: -r.score)
 
 
+def _about(reading: QuestionReading, window: RecallFilter, options: RetrievalOptions) -> str | None:
+    """The one speaker a question is about, where recall should prefer their lines: none when the
+    caller already limited the recall to a speaker."""
+    if not options.infer_speaker or window.speaker is not None:
+        return None
+    return reading.speaker
+
+
 def recall(
     store: Store,
     reading: QuestionReading,
@@ -189,6 +208,15 @@ def recall(
         arms["lexical"] = store.lexical_lines(match, options.lexical_k, window)
     if options.dense_k > 0:
         arms["dense"] = store.dense_lines(vector, options.dense_k, window)
+    about = _about(reading, window, options)
+    if about is not None:
+        # The person a question is about: their own lines get arms of their own, so what they said
+        # ranks first, while a line in which someone else states the fact still competes.
+        own = RecallFilter(window.since, window.until, about)
+        if match is not None and options.lexical_k > 0:
+            arms["lexical_own"] = store.lexical_lines(match, options.lexical_k, own)
+        if options.dense_k > 0:
+            arms["dense_own"] = store.dense_lines(vector, options.dense_k, own)
     paths: list[RetrievedPath] = []
     if options.tree:
         arms["tree"], paths = _tree_arm(store, vector, window, options, util, now)
@@ -227,4 +255,4 @@ def recall(
     if replies:
         superseded = store.held_successors(r.utterance_id for r in replies)
         replies = tuple(r for r in replies if r.utterance_id not in superseded)
-    return Recall(tuple(lines), tuple(paths), max(cosines, default=0.0), bool(arms.get("lexical")), replies)
+    return Recall(tuple(lines), tuple(paths), max(cosines, default=0.0), bool(arms.get("lexical")), replies, about)
