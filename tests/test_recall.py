@@ -198,9 +198,9 @@ def test_a_fact_about_someone_told_by_someone_else_is_recalled(tmp_path):
             ]
         )
         found = mem.prepare("When does Sam take Pixel to the vet?", use=False, now=T0 + 2 * DAY)
-        assert found.retrieval.about == "Sam"
         assert found.prompt is not None
         assert any("Tuesday" in e.text for e in found.prompt.sources)
+        assert found.retrieval.about == "Sam"
     finally:
         mem.close()
 
