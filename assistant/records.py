@@ -331,7 +331,7 @@ class Retrieval:
     relevance: float = 0.0
     # The recalled lines, most relevant first: the pool the answer's context is cut from.
     lines: tuple[RecalledLine, ...] = ()
-    # The window and speaker the recall was limited to (given, or read from the question).
+    # The window (given, or read from the question) and the speaker (given) the recall was limited to.
     filter: RecallFilter = field(default_factory=RecallFilter)
     # The question's content words, as searched.
     terms: tuple[str, ...] = ()
