@@ -27,6 +27,22 @@ def _said(mem, lines: list[tuple[str, str, float]]) -> None:
     mem.engine.distill_pending()
 
 
+# Talk between the updates, naming no value the updates name.
+_CHATTER = (
+    "My cat knocked a plant off the shelf this morning.",
+    "The printer on the second floor is jammed again.",
+    "I finally fixed the squeaky door hinge.",
+)
+
+
+def _updates(mem, said: list[tuple[str, float]]) -> None:
+    """Ana says each line at its time, and Bo something unrelated a minute later."""
+    lines = []
+    for (text, t), chatter in zip(said, _CHATTER, strict=False):
+        lines += [("Ana", text, t), ("Bo", chatter, t + 60)]
+    _said(mem, lines)
+
+
 def test_values_are_numbers_dates_and_names():
     tagger = ValueTagger()  # the capitalised-words fallback: no spaCy pipeline
     (values,) = tagger.values(["On Friday 21 May we pay 2,400 euros at room 4B to Hotel Aurora."])
@@ -81,15 +97,7 @@ def test_a_later_value_supersedes_the_earlier_line_and_gets_its_own_unit(tmp_pat
     mem = open_memory(tmp_path)
     try:
         old, new = "The budget for the Lisbon trip is 2,000 euros.", "The Lisbon trip budget is now 2,600 euros."
-        _said(
-            mem,
-            [
-                ("Ana", old, 1000.0),
-                ("Bo", "My cat knocked a plant off the shelf this morning.", 1060.0),
-                ("Ana", new, 3 * DAY),
-                ("Bo", "The printer on the second floor is jammed again.", 3 * DAY + 60),
-            ],
-        )
+        _updates(mem, [(old, 1000.0), (new, 3 * DAY)])
         assert (old, new) in _links(mem)
         # Nothing unrelated is linked: the chatter names no value the other lines name.
         assert all(o == old and n == new for o, n in _links(mem))
@@ -155,15 +163,7 @@ def test_recall_shows_the_current_value_first(tmp_path):
     mem = open_memory(tmp_path)
     try:
         old, new = "The budget for the Lisbon trip is 2,000 euros.", "The Lisbon trip budget went up to 2,600 euros."
-        _said(
-            mem,
-            [
-                ("Ana", old, 1000.0),
-                ("Bo", "My cat knocked a plant off the shelf this morning.", 1060.0),
-                ("Ana", new, 3 * DAY),
-                ("Bo", "The printer on the second floor is jammed again.", 3 * DAY + 60),
-            ],
-        )
+        _updates(mem, [(old, 1000.0), (new, 3 * DAY)])
         assert (old, new) in _links(mem)
         found = mem.search("What is the budget for the Lisbon trip?", use=False)
         texts = [r.evidence.text for r in found.lines]
@@ -197,17 +197,7 @@ def test_every_old_value_gives_its_place_to_the_current_one(tmp_path):
         first = "The budget for the Lisbon trip is 2,000 euros."
         second = "The Lisbon trip budget went up to 2,400 euros."
         latest = "The Lisbon trip budget went up to 2,900 euros."
-        _said(
-            mem,
-            [
-                ("Ana", first, 1000.0),
-                ("Bo", "My cat knocked a plant off the shelf this morning.", 1060.0),
-                ("Ana", second, 2 * DAY),
-                ("Bo", "The printer on the second floor is jammed again.", 2 * DAY + 60),
-                ("Ana", latest, 4 * DAY),
-                ("Bo", "I finally fixed the squeaky door hinge.", 4 * DAY + 60),
-            ],
-        )
+        _updates(mem, [(first, 1000.0), (second, 2 * DAY), (latest, 4 * DAY)])
         links = _links(mem)
         assert (first, latest) in links and (second, latest) in links
         found = mem.search("What is the budget for the Lisbon trip?", use=False)
