@@ -6,12 +6,24 @@ import functools
 import logging
 import os
 import threading
+from typing import Protocol
 
 import numpy as np
 
 from .errors import ModelError
 
 log = logging.getLogger(__name__)
+
+
+class TextEncoder(Protocol):
+    """What the memory asks of an embedder: unit vectors of a known size."""
+
+    @property
+    def dim(self) -> int: ...
+
+    def encode(self, texts: list[str], *, batch_size: int = 32) -> np.ndarray: ...
+
+    def encode_one(self, text: str) -> np.ndarray: ...
 
 
 class Embedder:
@@ -63,3 +75,39 @@ class Embedder:
 def load_embedder(source: str, device: str = "auto", threads: int = 0) -> Embedder:
     log.info("loading sentence embedder %s on %s", source, device)
     return Embedder(source, device=device, threads=threads)
+
+
+class LazyEmbedder:
+    """The configured embedder, loaded on its first use.
+
+    Importing torch and loading the model takes about 6 s on 2 cores. A command that only reads
+    the memory (the speaker list, a speaker's lines, the tree) never encodes a sentence and need
+    not wait for it; a memory that already exists records its vectors' size, so opening it needs
+    no model. Whoever must have the model ready up front (the daemon) calls `load`.
+    """
+
+    def __init__(self, source: str, device: str = "auto", threads: int = 0, *, dim: int | None = None) -> None:
+        self.name, self.device, self.threads = source, device, threads
+        self._dim = dim
+
+    @property
+    def dim(self) -> int:
+        return self._dim if self._dim is not None else self.load().dim
+
+    def load(self) -> Embedder:
+        model = load_embedder(self.name, self.device, self.threads)
+        if self._dim is not None and model.dim != self._dim:
+            raise ModelError(
+                f"the sentence embedder {self.name!r} gives {model.dim} dimensions, but this memory's vectors have "
+                f"{self._dim}: set models.embedder back to the model it was built with"
+            )
+        self._dim = model.dim
+        return model
+
+    def encode(self, texts: list[str], *, batch_size: int = 32) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return self.load().encode(texts, batch_size=batch_size)
+
+    def encode_one(self, text: str) -> np.ndarray:
+        return self.encode([text])[0]

@@ -75,6 +75,23 @@ def test_restart_restores_sensing_buffer_and_pending_blocks(tmp_path):
     mem.close()
 
 
+def test_reading_a_memory_loads_the_embedder_only_to_encode(tmp_path, monkeypatch):
+    with open_memory(tmp_path) as mem:
+        mem.add_many(sample()[:6])
+        said = [(sp.name, sp.utterances) for sp in mem.speakers()]
+
+    def no_model(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("the embedder was loaded")
+
+    monkeypatch.setattr("assistant.embed.load_embedder", no_model)
+    with open_memory(tmp_path) as mem:
+        assert [(sp.name, sp.utterances) for sp in mem.speakers()] == said
+        assert mem.stats().utterances == 6 and mem.tree()
+        assert len(mem.utterances_between(since=0)) == 6
+        with pytest.raises(AssertionError, match="the embedder was loaded"):
+            mem.search("What is Priya allergic to?")
+
+
 @pytest.mark.parametrize("text", ["", "   \n\t "])
 def test_empty_utterances_are_refused_and_change_nothing(memory, text):
     memory.add("Ana", "Something to keep.", 1.0)

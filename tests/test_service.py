@@ -188,7 +188,7 @@ def test_status_without_a_daemon_reads_the_database_and_loads_no_model(tmp_path,
     def no_model(*_args, **_kwargs):
         raise AssertionError("a status with no daemon loaded the embedder")
 
-    monkeypatch.setattr("assistant.memory.api.load_embedder", no_model)
+    monkeypatch.setattr("assistant.embed.load_embedder", no_model)
     with LocalMemory(settings) as local:
         state = local.pause()
     # The file's size moves as the write-ahead log is checkpointed on close; the rest must agree.

@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from ..config import DistillOptions, Settings
-from ..embed import Embedder
+from ..embed import TextEncoder
 from ..errors import InputError
 from ..memory.api import Memory
 from ..memory.engine import clean_utterance, split_long
@@ -99,9 +99,9 @@ def _filler_end(done: int, checkpoints: Sequence[int], window: int) -> int:
 class _EmbeddedAhead:
     """The memory's embedder, answering from vectors computed ahead in batches where it has them."""
 
-    def __init__(self, inner: Embedder, max_chars: int) -> None:
+    def __init__(self, inner: TextEncoder, max_chars: int) -> None:
         self.inner, self.max_chars = inner, max_chars
-        self.name, self.device, self.dim = inner.name, inner.device, inner.dim
+        self.dim = inner.dim
         self._ready: dict[str, np.ndarray] = {}
         self.used = 0
 

@@ -115,6 +115,7 @@ class Daemon:
 
     def _open(self) -> None:
         self.memory = Memory(self.settings)
+        self.memory.load_embedder()
         self.memory.engine.inline_distill = False
         self.listener = Listener.from_settings(self.memory, self.settings)
         self.listener.warm_up()

@@ -4,8 +4,9 @@
     memory.add("Sam", "The Lisbon trip moves to May.", time=...)
     answer = memory.ask("When is the Lisbon trip?")
 
-Models load lazily and once: the embedder and the tokenizer when the memory opens, the LLM
-on the first distillation (llm mode) or question.
+Models load lazily and once: the tokenizer when the memory opens, the embedder on the first
+sentence to encode (a new memory needs it to open, for its vectors' size), the LLM on the first
+distillation (llm mode) or question.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..config import Settings, load_settings
-from ..embed import load_embedder
+from ..embed import LazyEmbedder
 from ..entities import make_extractor
 from ..errors import InputError
 from ..exports import write_atomically
@@ -83,8 +84,12 @@ class Memory:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         opts = settings.memory
-        self._embedder = load_embedder(
-            resolve(settings, "embedder").source, settings.embedder.device, settings.embedder.threads
+        recorded = Store.recorded_embedder(settings.database_path)
+        self._embedder = LazyEmbedder(
+            resolve(settings, "embedder").source,
+            settings.embedder.device,
+            settings.embedder.threads,
+            dim=recorded[1] if recorded and recorded[0] == settings.models.embedder else None,
         )
         self._llm_source = resolve(settings, "llm").source
         self.tokenizer = load_tokenizer(self._llm_source)
@@ -98,6 +103,10 @@ class Memory:
     @classmethod
     def from_config(cls, config_file: str | Path | None = None, **overrides: object) -> Memory:
         return cls(load_settings(config_file, overrides=overrides or None))
+
+    def load_embedder(self) -> None:
+        """Load the sentence embedder now, not on the first sentence (a daemon, before it listens)."""
+        self._embedder.load()
 
     def close(self) -> None:
         self.store.close()

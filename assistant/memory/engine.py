@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..config import MemoryOptions
-from ..embed import Embedder
+from ..embed import TextEncoder
 from ..errors import InputError
 from ..llm import Tokenizer, Usage
 from ..records import Block, Level, Utterance
@@ -89,7 +89,7 @@ class ProStream:
         store: Store,
         options: MemoryOptions,
         *,
-        embedder: Embedder,
+        embedder: TextEncoder,
         tokenizer: Tokenizer,
         distiller: Callable[[], Distiller],
     ) -> None:

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..embed import Embedder
+from ..embed import TextEncoder
 from ..errors import InputError
 from ..llm import Tokenizer
 from ..records import Level, MergeSuggestion, Node, Speaker, Utterance
@@ -54,7 +54,7 @@ def replace_name(text: str, old: str, new: str) -> str:
     return re.sub(rf"(?<!\w){re.escape(old)}(?!\w)", lambda _m: new, text)
 
 
-def relabel_nodes(store: Store, embedder: Embedder, tokenizer: Tokenizer, old: str, new: str) -> int:
+def relabel_nodes(store: Store, embedder: TextEncoder, tokenizer: Tokenizer, old: str, new: str) -> int:
     """Rewrite `old` as `new` in every node's text; return how many nodes changed."""
     rewritten = [(n, replace_name(n.text, old, new)) for n in store.nodes()]
     changed = [(n, text) for n, text in rewritten if text != n.text]
@@ -82,7 +82,7 @@ def left_empty(sp: Speaker) -> bool:
 
 
 def relabel_moved_lines(
-    store: Store, embedder: Embedder, tokenizer: Tokenizer, moved: Sequence[Utterance], new: str
+    store: Store, embedder: TextEncoder, tokenizer: Tokenizer, moved: Sequence[Utterance], new: str
 ) -> int:
     """Rewrite, in the nodes that rest on `moved` utterances, who said them; return how many nodes changed.
 
@@ -120,7 +120,7 @@ def relabel_moved_lines(
     return len(changed)
 
 
-def reembed_lines(store: Store, embedder: Embedder, utterances: Sequence[Utterance]) -> None:
+def reembed_lines(store: Store, embedder: TextEncoder, utterances: Sequence[Utterance]) -> None:
     """New vectors for utterances whose "speaker: text" line changed."""
     for start in range(0, len(utterances), 256):
         batch = [u for u in utterances[start : start + 256] if u.id is not None]
@@ -129,7 +129,7 @@ def reembed_lines(store: Store, embedder: Embedder, utterances: Sequence[Utteran
             store.set_utterance_vector(u.id, vector)
 
 
-def reembed_utterances(store: Store, embedder: Embedder, speaker_id: int) -> None:
+def reembed_utterances(store: Store, embedder: TextEncoder, speaker_id: int) -> None:
     reembed_lines(store, embedder, store.speaker_utterances(speaker_id))
 
 

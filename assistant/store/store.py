@@ -69,13 +69,9 @@ class Store:
         self.on_rollback: list[Callable[[], None]] = [self.reload_index]
         self.reload_index()
 
-    @classmethod
-    def open_existing(cls, path: Path | str) -> Store | None:
-        """The memory at `path` with the embedder it was built with; None when there is none yet.
-
-        Needs no embedding model, only its name and dimension from the database, so a status or
-        a count reads the memory without loading one.
-        """
+    @staticmethod
+    def recorded_embedder(path: Path | str) -> tuple[str, int] | None:
+        """The embedder's name and dimension the memory at `path` was built with; None when there is none yet."""
         if not Path(path).exists():
             return None
         db = Database(path)
@@ -85,9 +81,17 @@ class Store:
             rows = dict(db.all(found)) if has_meta else {}
         finally:
             db.close()
-        if len(rows) < 2:
-            return None
-        return cls(path, embedder=rows["embedder"], dim=int(rows["embedding_dim"]))
+        return (rows["embedder"], int(rows["embedding_dim"])) if len(rows) == 2 else None
+
+    @classmethod
+    def open_existing(cls, path: Path | str) -> Store | None:
+        """The memory at `path` with the embedder it was built with; None when there is none yet.
+
+        Needs no embedding model, only its name and dimension from the database, so a status or
+        a count reads the memory without loading one.
+        """
+        recorded = cls.recorded_embedder(path)
+        return None if recorded is None else cls(path, embedder=recorded[0], dim=recorded[1])
 
     def close(self) -> None:
         self.db.close()
