@@ -4,7 +4,17 @@ import pytest
 
 from assistant.config import BudgetOptions
 from assistant.memory.budget import enforce_budget
-from assistant.memory.supersede import NAME, QUANTITY, ValueTagger, earlier_values, value_pair
+from assistant.memory.supersede import (
+    NAME,
+    ORGANISATION,
+    PERSON,
+    PLACE,
+    QUANTITY,
+    Value,
+    ValueTagger,
+    earlier_values,
+    value_pair,
+)
 from assistant.records import ForgetFilter, Level, Utterance
 
 from .conftest import check_invariants, open_memory
@@ -89,6 +99,36 @@ def test_a_pair_needs_a_new_value_of_one_kind(old, new, paired):
     old_values, new_values = tagger.values([old, new])
     pair = value_pair(Utterance("Ana", old, 0.0, 1), Utterance("Bo", new, 1.0, 2), old_values, new_values)
     assert (pair is not None) == paired
+
+
+def _tagged(text: str, *names: tuple[str, str]) -> tuple[Value, ...]:
+    """Values as a recogniser might tag them: (kind, the words it marked)."""
+    return tuple(
+        Value(kind, words.casefold(), text.index(words), text.index(words) + len(words)) for kind, words in names
+    )
+
+
+def test_a_name_said_in_full_in_one_line_and_in_part_in_the_other_is_one_name():
+    # A recogniser marks the whole name in one sentence and a part of it in the next; the value
+    # that changed is the garage, the only name new to the later line.
+    old = "I left the Volvo Amazon at Berg Garage."
+    new = "We took the Volvo Amazon from Berg Garage to Lund Garage."
+    pair = value_pair(
+        Utterance("Ana", old, 0.0, 1),
+        Utterance("Ana", new, 1.0, 2),
+        _tagged(old, (PLACE, "the Volvo Amazon"), (ORGANISATION, "Berg Garage")),
+        _tagged(new, (PLACE, "Amazon"), (ORGANISATION, "Berg Garage"), (ORGANISATION, "Lund Garage")),
+    )
+    assert pair is not None and pair.new_masked == "We took the Volvo Amazon from Berg Garage to NAME."
+    # Who leaves is named in full only in the update: still the same person, so only the new one is masked.
+    old, new = "Lindgren runs the Heron stall.", "Marek Lindgren left, so Wanda Kos runs Heron now."
+    pair = value_pair(
+        Utterance("Ana", old, 0.0, 1),
+        Utterance("Bo", new, 1.0, 2),
+        _tagged(old, (PERSON, "Lindgren"), (ORGANISATION, "Heron")),
+        _tagged(new, (PERSON, "Marek Lindgren"), (PERSON, "Wanda Kos"), (ORGANISATION, "Heron")),
+    )
+    assert pair is not None and pair.new_masked == "Marek Lindgren left, so NAME runs Heron now."
 
 
 def test_a_later_value_supersedes_the_earlier_line_and_gets_its_own_unit(tmp_path):

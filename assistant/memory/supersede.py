@@ -13,7 +13,8 @@ Two lines are taken as one fact at two moments when:
    the earlier line stated a value of that kind, and where names changed, the two lines share
    another name (the subject whose person or place changed): "the Lisbon budget is 2,000" and
    "the Porto budget is 2,400" differ in a place and an amount, "the Willow demo crashed" and
-   "the Redwood demo crashed" name nothing in common, and both are two facts;
+   "the Redwood demo crashed" name nothing in common, and both are two facts. A name said in
+   full in one line and in part in the other ("Nakamura", "Matteo Nakamura") is one name;
 3. with the differing values masked out (each replaced by a word for its kind), the two lines
    mean nearly the same (embedding cosine at least `masked_similarity`). Masking is what tells
    "the budget went up to 2,400" (same slot, new value) from "the tour costs 20 euros" (a
@@ -73,6 +74,7 @@ _CALENDAR = re.compile(
 _CAPITALISED = re.compile(r"(?<![.!?:]\s)(?<!^)\b[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*")
 # The pipes an entity pass does not need (skipped for speed where the pipeline has them).
 _NOT_FOR_NER = ("parser", "tagger", "attribute_ruler", "lemmatizer", "senter")
+_ARTICLES = frozenset({"the", "a", "an"})
 _CACHE_LIMIT = 50_000  # analysed lines kept (the same held lines are candidates again and again)
 _VECTOR_CACHE_LIMIT = 10_000  # masked lines' vectors kept: 15 MB at 384 dimensions
 
@@ -171,6 +173,23 @@ def _ident(v: Value) -> tuple[bool, str]:
     return v.kind == QUANTITY, v.key
 
 
+def _name_words(key: str) -> frozenset[str]:
+    return frozenset(w for w in key.split() if w not in _ARTICLES)
+
+
+def _named_in(key: tuple[bool, str], others: set[tuple[bool, str]]) -> bool:
+    """Whether a name is one of `others` said in full or in part: "Nakamura" and "Matteo
+    Nakamura", "the Skoda Octavia" and "Octavia". A recogniser does not mark the same name alike
+    in two sentences, and people shorten names they have said once."""
+    is_quantity, text = key
+    if is_quantity:
+        return False
+    words = _name_words(text)
+    return bool(words) and any(
+        not q and (other := _name_words(o)) and (words <= other or other <= words) for q, o in others
+    )
+
+
 def value_pair(
     old: Utterance, new: Utterance, old_values: tuple[Value, ...], new_values: tuple[Value, ...]
 ) -> Pair | None:
@@ -179,7 +198,8 @@ def value_pair(
         return None
     old_keys = {_ident(v) for v in old_values}
     new_keys = {_ident(v) for v in new_values}
-    added, dropped = new_keys - old_keys, old_keys - new_keys
+    added = {k for k in new_keys - old_keys if not _named_in(k, old_keys)}
+    dropped = {k for k in old_keys - new_keys if not _named_in(k, new_keys)}
     if not added:
         return None
     differing = added | dropped
