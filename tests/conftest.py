@@ -26,14 +26,14 @@ MODELS_DIR = str(locations.default_models_dir())
 # process or in any subprocess (daemons, `assistant ask`), which inherit the variable. A run that
 # deselects the slow tests must load none: that is what the `slow` marker promises.
 
-_LOADS = pytest.StashKey[list[str]]()
+_LOADS: list[str] = []  # a test's node id for each load, in the process that reports (the controller under -n)
+_LOG_AT = pytest.StashKey[int]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
     fd, path = tempfile.mkstemp(prefix="assistant-llm-loads-", suffix=".log")
     os.close(fd)
     os.environ[LOAD_LOG_ENV] = path
-    config.stash[_LOADS] = []
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -42,26 +42,41 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, None, None]:
-    log = Path(os.environ[LOAD_LOG_ENV])
-    before = log.stat().st_size
+    item.stash[_LOG_AT] = Path(os.environ[LOAD_LOG_ENV]).stat().st_size
     yield
-    with log.open("rb") as fh:
-        fh.seek(before)
-        # A module's shared daemon loads during its first test's setup, and counts for that test.
-        item.config.stash[_LOADS].extend(item.nodeid for _ in fh.read().splitlines())
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
+    outcome = yield
+    report = outcome.get_result()
+    if report.when == "teardown":
+        # The loads go with the test's report, so a run split over processes (pytest -n) still
+        # counts them where it reports. A module's shared daemon loads during its first test's
+        # setup, and counts for that test.
+        with Path(os.environ[LOAD_LOG_ENV]).open("rb") as fh:
+            fh.seek(item.stash[_LOG_AT])
+            report.user_properties.append(("llm_loads", len(fh.read().splitlines())))
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    for key, value in report.user_properties:
+        if key == "llm_loads":
+            _LOADS.extend([report.nodeid] * value)
 
 
 def _no_slow(config: pytest.Config) -> bool:
-    return "not slow" in (config.option.markexpr or "")
+    # Under -n the controller judges the whole run; a worker sees only its part.
+    return "not slow" in (config.option.markexpr or "") and not hasattr(config, "workerinput")
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    if _no_slow(session.config) and session.config.stash[_LOADS] and session.exitstatus == 0:
+    if _no_slow(session.config) and _LOADS and session.exitstatus == 0:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-    loads = Counter(config.stash[_LOADS])
+    loads = Counter(_LOADS)
     terminalreporter.write_line(f"LLM weights loaded {sum(loads.values())} times")
     for test, count in loads.most_common():
         terminalreporter.write_line(f"  {count}x {test}")

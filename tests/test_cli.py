@@ -1,4 +1,4 @@
-"""The `assistant` command, run as a user would: a real process, real files, real models."""
+"""The `assistant` command, run as a user would: real files, real models (in this process, see cli_runner)."""
 
 import json
 import os
@@ -8,27 +8,24 @@ from pathlib import Path
 
 import pytest
 
+from .cli_runner import assistant
 from .conftest import MODELS_DIR
 from .requirements import LOCOMO_MALFORMED, LOCOMO_MINI
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run(args: list[str], tmp_path: Path, *, extra_config: str = "") -> subprocess.CompletedProcess[str]:
+def run(
+    args: list[str], tmp_path: Path, *, extra_config: str = "", process: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """`assistant ARGS` on a data directory in `tmp_path`, extractive (see cli_runner for `process`)."""
     config = tmp_path / "cli-config.yaml"
     config.write_text(
         f"paths:\n  data_dir: {tmp_path / 'data'}\n  models_dir: {MODELS_DIR}\n"
         "memory:\n  distill:\n    mode: extractive\n" + extra_config
     )
-    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "xdg"), "HF_HUB_OFFLINE": "1"}
-    return subprocess.run(
-        [sys.executable, "-m", "assistant", "--config", str(config), *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-        cwd=tmp_path,
-    )
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "xdg"), "HF_HUB_OFFLINE": "1"}
+    return assistant(["--config", str(config), *args], cwd=tmp_path, env=env, process=process)
 
 
 def before_citations(printed: str) -> str:

@@ -9,9 +9,7 @@ configured zone from one read as UTC.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -22,6 +20,7 @@ from click.testing import CliRunner
 
 from assistant.cli import main
 
+from .cli_runner import assistant
 from .conftest import MODELS_DIR
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,16 +57,9 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "XDG_CONFIG_HOME": str(root / "xdg"), "HF_HUB_OFFLINE": "1"}
-    return subprocess.run(
-        [sys.executable, "-m", "assistant", "--config", str(root / "cli-config.yaml"), *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-        cwd=root,
-    )
+def cli(root: Path, *args: str, process: bool = False) -> subprocess.CompletedProcess[str]:
+    env = {"XDG_CONFIG_HOME": str(root / "xdg"), "HF_HUB_OFFLINE": "1"}
+    return assistant(["--config", str(root / "cli-config.yaml"), *args], cwd=root, env=env, process=process)
 
 
 def search(root: Path, *args: str) -> dict[str, Any]:
@@ -89,7 +81,8 @@ def inside(line: dict[str, Any], f: dict[str, Any]) -> bool:
 
 
 def test_search_by_speaker_keeps_to_that_speaker_and_never_loads_the_llm(home: Path) -> None:
-    out = cli(home, "-v", "search", "--speaker", "Priya", "Who is looking after the dog?")
+    # In a process of its own: its log is on stderr, and no model is loaded before it starts.
+    out = cli(home, "-v", "search", "--speaker", "Priya", "Who is looking after the dog?", process=True)
     assert out.returncode == 0, out.stderr
     # -v logs every load of the LLM's weights; a search must not need them.
     assert "loading LLM" not in out.stderr, out.stderr

@@ -4,8 +4,9 @@ The layers, bottom to top. A module may import its own unit (the subpackage or t
 it belongs to) and the layers below; never a layer above, nor another unit of its own layer:
 
   1. errors, atomic              the package's errors, writing a file whole or not at all
-  2. locations, zones, exports, wire
-                                 paths on disk, time zones, writing an export file, records <-> JSON
+  2. locations, zones, exports, wire, cpus
+                                 paths on disk, time zones, writing an export file, records <-> JSON,
+                                 the CPUs a process may use
   3. records                     the typed records every stage hands on (one `Speaker`)
   4. service                     `MemoryService`: what a user can do with the memory, local or remote
   5. config                      the settings, one section per stage
@@ -42,7 +43,7 @@ PACKAGE = ROOT / "assistant"
 
 LAYERS: list[set[str]] = [
     {"errors", "atomic"},
-    {"locations", "zones", "exports", "wire"},
+    {"locations", "zones", "exports", "wire", "cpus"},
     {"records"},
     {"service"},
     {"config"},

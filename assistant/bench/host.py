@@ -7,6 +7,8 @@ import platform
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from ..cpus import usable_cpus
+
 
 @dataclass(frozen=True)
 class Machine:
@@ -35,7 +37,7 @@ def machine() -> Machine:
     except (OSError, AttributeError):
         load = None
     return Machine(
-        cpus=os.cpu_count() or 1,
+        cpus=usable_cpus(),
         ram_gib=ram,
         platform=f"{platform.system()} {platform.machine()}",
         python=platform.python_version(),

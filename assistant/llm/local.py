@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..config import LLMOptions
+from ..cpus import usable_cpus
 from ..errors import ModelError
 from .base import Message, Usage
 
@@ -123,7 +124,7 @@ class LLM:
         self._llama = _open(
             source,
             n_ctx=options.n_ctx,
-            n_threads=options.n_threads or os.cpu_count() or 1,
+            n_threads=options.n_threads or usable_cpus(),
             n_gpu_layers=options.gpu_layers if use_gpu else 0,
             seed=options.seed,
             verbose=False,

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
 import re
 import threading
 import zlib
@@ -29,6 +28,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..config import Settings, SttOptions
+from ..cpus import usable_cpus
 from ..errors import ModelError
 from ..models import load_manifest, resolve
 from ..records import SAMPLE_RATE, SpeechSegment, Transcript, Word, join_words
@@ -175,7 +175,7 @@ class Transcriber:
             raise ModelError(f"faster-whisper is not installed ({exc}); pip install faster-whisper") from None
         # CTranslate2 defaults to 4 threads whatever the machine; on fewer cores they only contend
         # (measured on 2 cores: 4 threads cost 15% more CPU time per second of audio than 1 or 2).
-        threads = cpu_threads or min(4, os.cpu_count() or 1)
+        threads = cpu_threads or min(4, usable_cpus())
         try:
             self._model = WhisperModel(source, device=self.device, compute_type=self.compute_type, cpu_threads=threads)
         except Exception as exc:
