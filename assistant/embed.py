@@ -89,20 +89,22 @@ class LazyEmbedder:
     def __init__(self, source: str, device: str = "auto", threads: int = 0, *, dim: int | None = None) -> None:
         self.name, self.device, self.threads = source, device, threads
         self._dim = dim
+        self._model: Embedder | None = None
 
     @property
     def dim(self) -> int:
         return self._dim if self._dim is not None else self.load().dim
 
     def load(self) -> Embedder:
-        model = load_embedder(self.name, self.device, self.threads)
-        if self._dim is not None and model.dim != self._dim:
-            raise ModelError(
-                f"the sentence embedder {self.name!r} gives {model.dim} dimensions, but this memory's vectors have "
-                f"{self._dim}: set models.embedder back to the model it was built with"
-            )
-        self._dim = model.dim
-        return model
+        if self._model is None:
+            model = load_embedder(self.name, self.device, self.threads)
+            if self._dim is not None and model.dim != self._dim:
+                raise ModelError(
+                    f"the sentence embedder {self.name!r} gives {model.dim} dimensions, but this memory's vectors "
+                    f"have {self._dim}: set models.embedder back to the model it was built with"
+                )
+            self._model, self._dim = model, model.dim
+        return self._model
 
     def encode(self, texts: list[str], *, batch_size: int = 32) -> np.ndarray:
         if not texts:

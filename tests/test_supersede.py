@@ -108,27 +108,34 @@ def _tagged(text: str, *names: tuple[str, str]) -> tuple[Value, ...]:
     )
 
 
-def test_a_name_said_in_full_in_one_line_and_in_part_in_the_other_is_one_name():
-    # A recogniser marks the whole name in one sentence and a part of it in the next; the value
-    # that changed is the garage, the only name new to the later line.
-    old = "I left the Volvo Amazon at Berg Garage."
-    new = "We took the Volvo Amazon from Berg Garage to Lund Garage."
+@pytest.mark.parametrize(
+    ("old", "old_names", "new", "new_names", "masked"),
+    [
+        # A recogniser marks the whole name in one sentence and a part of it in the next; the
+        # value that changed is the garage, the only name new to the later line.
+        (
+            "I left the Volvo Amazon at Berg Garage.",
+            [(PLACE, "the Volvo Amazon"), (ORGANISATION, "Berg Garage")],
+            "We took the Volvo Amazon from Berg Garage to Lund Garage.",
+            [(PLACE, "Amazon"), (ORGANISATION, "Berg Garage"), (ORGANISATION, "Lund Garage")],
+            "We took the Volvo Amazon from Berg Garage to NAME.",
+        ),
+        # Who leaves is named in full only in the update: still the same person, so only the
+        # new one is masked.
+        (
+            "Lindgren runs the Heron stall.",
+            [(PERSON, "Lindgren"), (ORGANISATION, "Heron")],
+            "Marek Lindgren left, so Wanda Kos runs Heron now.",
+            [(PERSON, "Marek Lindgren"), (PERSON, "Wanda Kos"), (ORGANISATION, "Heron")],
+            "Marek Lindgren left, so NAME runs Heron now.",
+        ),
+    ],
+)
+def test_a_name_said_in_full_in_one_line_and_in_part_in_the_other_is_one_name(old, old_names, new, new_names, masked):
     pair = value_pair(
-        Utterance("Ana", old, 0.0, 1),
-        Utterance("Ana", new, 1.0, 2),
-        _tagged(old, (PLACE, "the Volvo Amazon"), (ORGANISATION, "Berg Garage")),
-        _tagged(new, (PLACE, "Amazon"), (ORGANISATION, "Berg Garage"), (ORGANISATION, "Lund Garage")),
+        Utterance("Ana", old, 0.0, 1), Utterance("Bo", new, 1.0, 2), _tagged(old, *old_names), _tagged(new, *new_names)
     )
-    assert pair is not None and pair.new_masked == "We took the Volvo Amazon from Berg Garage to NAME."
-    # Who leaves is named in full only in the update: still the same person, so only the new one is masked.
-    old, new = "Lindgren runs the Heron stall.", "Marek Lindgren left, so Wanda Kos runs Heron now."
-    pair = value_pair(
-        Utterance("Ana", old, 0.0, 1),
-        Utterance("Bo", new, 1.0, 2),
-        _tagged(old, (PERSON, "Lindgren"), (ORGANISATION, "Heron")),
-        _tagged(new, (PERSON, "Marek Lindgren"), (PERSON, "Wanda Kos"), (ORGANISATION, "Heron")),
-    )
-    assert pair is not None and pair.new_masked == "Marek Lindgren left, so NAME runs Heron now."
+    assert pair is not None and pair.new_masked == masked
 
 
 def test_a_later_value_supersedes_the_earlier_line_and_gets_its_own_unit(tmp_path):
