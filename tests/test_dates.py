@@ -509,6 +509,16 @@ def test_a_date_with_its_year_is_left_as_written() -> None:
             "We will go next Friday.",
             "We will go next Friday (Friday 18 August 2023).",
         ),
+        # A weekday said with its date is one day, noted once (not the weekday and the date apart).
+        (
+            "The car will be ready on Thursday 24 August.",
+            "The car will be ready on Thursday 24 August (Thursday 24 August 2023).",
+        ),
+        (
+            "It will be ready by Thursday, the 24th of August, or Friday.",
+            "It will be ready by Thursday, the 24th of August (Thursday 24 August 2023), "
+            "or Friday (Friday 18 August 2023).",
+        ),
     ],
 )
 def test_annotate_writes_the_date_a_planned_weekday_means(text: str, expected: str) -> None:

@@ -366,9 +366,12 @@ _ORDINAL_WORDS = {
 }
 _DAY_WORD = "|".join(sorted(_ORDINAL_WORDS, key=len, reverse=True))
 _DAY_NUMBER = r"\d{1,2}(?:st|nd|rd|th)?|" + _DAY_WORD
-# A word ordinal before a month counts only with "of" ("the first of May", not "my first May").
+# A word ordinal before a month counts only with "of" ("the first of May", not "my first May"). A
+# weekday said with the date ("Tuesday 22 September", "Tuesday, the 22nd of September") is part of
+# it: one day, noted once.
 _NAMED_DAY = re.compile(
-    r"\b(?:(?:the\s+)?(?:(?P<d1>\d{1,2}(?:st|nd|rd|th)?)\s+(?:of\s+)?|(?P<w1>" + _DAY_WORD + r")\s+of\s+)"
+    r"\b(?:(?:" + _WD + r"),?\s+)?"
+    r"(?:(?:the\s+)?(?:(?P<d1>\d{1,2}(?:st|nd|rd|th)?)\s+(?:of\s+)?|(?P<w1>" + _DAY_WORD + r")\s+of\s+)"
     r"(?P<m1>" + _MON + r")"
     r"|(?P<m2>" + _MON + r")\s+(?:the\s+)?(?P<d2>" + _DAY_NUMBER + r"))"
     r"(?:,?\s+(?P<year>(?:19|20)\d{2}))?\b",
