@@ -65,6 +65,33 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
             _LOADS.extend([report.nodeid] * value)
 
 
+# --- which modules share a process under -n ------------------------------------------------------
+# Two LLMs generating at once on the two-core machine take 3.2x as long each as one alone, and one
+# thread generates as fast as two (measured 2026-11-28: the 1.5B, two chat completions of a
+# 600-token prompt, 11.4 s on two threads, 11.5 s on one, 36.5 s each for two processes at once):
+# the weights' reads, not the cores, bound it. So the modules that generate most in this process
+# run one after the other on one worker, while the other worker takes everything else.
+GENERATE_IN_TURN = frozenset(
+    f"tests/{name}.py"
+    for name in ("test_everyday", "test_digest", "test_answers", "test_bench_locomo", "test_bench_scale")
+)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class GenerateInTurn(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = super()._split_scope(nodeid)
+            # One work unit; --dist loadfile queues units by their number of tests, so this one,
+            # the largest, starts first.
+            return "the modules that generate" if module in GENERATE_IN_TURN else module
+
+    return GenerateInTurn(config, log)
+
+
 def _no_slow(config: pytest.Config) -> bool:
     # Under -n the controller judges the whole run; a worker sees only its part.
     return "not slow" in (config.option.markexpr or "") and not hasattr(config, "workerinput")
