@@ -67,10 +67,11 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 # --- which modules share a process under -n ------------------------------------------------------
 # Two LLMs generating at once on the two-core machine take 3.2x as long each as one alone, and one
-# thread generates as fast as two (measured 2026-11-28: the 1.5B, two chat completions of a
-# 600-token prompt, 11.4 s on two threads, 11.5 s on one, 23.5 s on one while the other core runs
-# a Python loop, 36.5 s each for two processes at once): the two cores share what bounds it. So the modules that generate most in this process
-# run one after the other on one worker, while the other worker takes everything else.
+# thread generates as fast as two (measured 2026-11-28 with llama-cpp-python alone: the 1.5B, two
+# chat completions of a 600-token prompt, 11.4 s on two threads, 11.5 s on one, 23.5 s on one
+# while the other core runs a Python loop, 36.5 s each for two processes at once): the two cores
+# share what bounds it. So the modules that generate most in this process run one after the other
+# on one worker, while the other worker takes everything else.
 GENERATE_IN_TURN = frozenset(
     f"tests/{name}.py"
     for name in ("test_everyday", "test_digest", "test_answers", "test_bench_locomo", "test_bench_scale")
