@@ -86,8 +86,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     class GenerateInTurn(LoadFileScheduling):
         def _split_scope(self, nodeid: str) -> str:
             module = super()._split_scope(nodeid)
-            # One work unit; --dist loadfile queues units by their number of tests, so this one,
-            # the largest, starts first.
+            # One work unit; --dist loadfile queues units by their number of tests, and this one
+            # is among the largest, so a worker takes it at the start.
             return "the modules that generate" if module in GENERATE_IN_TURN else module
 
     return GenerateInTurn(config, log)
