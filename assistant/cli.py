@@ -623,10 +623,32 @@ def models_install(ctx: click.Context, names: tuple[str, ...]) -> None:
     """Install the configured models (or NAMES from models/manifest.yaml) and verify their checksums."""
     from . import models as registry
 
-    rows = registry.install(_settings(ctx), list(names) or None, progress=lambda m: click.echo(m, err=True))
+    settings = _settings(ctx)
+    rows = registry.install(settings, list(names) or None, progress=lambda m: click.echo(m, err=True))
     click.echo(registry.format_status(rows))
     if any(r.state != "ok" for r in rows):
         sys.exit(3)
+    _export_embedder(settings)
+
+
+def _export_embedder(settings: Settings) -> None:
+    """Export the configured sentence embedder for onnxruntime now, so the first daemon start need
+    not (embed.py); on a GPU it runs with torch and needs no export."""
+    from . import models as registry
+    from .devices import pick_device
+    from .embed import export_dir, onnx_file, prepare_onnx
+
+    path = registry.resolve(settings, "embedder").path
+    if path is None or not path.is_dir() or pick_device(settings.embedder.device) != "cpu":
+        return
+    if not onnx_file(path, export_dir(settings.models_dir)).is_file():
+        click.echo(f"{settings.models.embedder}: exporting it for onnxruntime (once)", err=True)
+    try:
+        prepare_onnx(path, export_dir(settings.models_dir))
+    except Exception as exc:  # noqa: BLE001 - see load_embedder: the model still loads with torch
+        click.echo(
+            f"{settings.models.embedder}: cannot export it for onnxruntime ({exc}); it will load with torch", err=True
+        )
 
 
 @models.command("status")

@@ -127,12 +127,21 @@ def overrides(data_dir: Path, **sections: Any) -> dict[str, Any]:
 
 
 def open_memory(
-    data_dir: Path, *, mode: str = "extractive", budget: int | dict[str, Any] | None = None, **memory: Any
+    data_dir: Path,
+    *,
+    mode: str = "extractive",
+    budget: int | dict[str, Any] | None = None,
+    llm: str | None = None,
+    **memory: Any,
 ) -> Memory:
+    """A memory in `data_dir` with the given `memory:` settings; `llm` replaces the default model."""
     mem_over: dict[str, Any] = {"distill": {"mode": mode}, **memory}
     if budget is not None:
         mem_over["budget"] = budget if isinstance(budget, dict) else {"token_budget": budget}
-    settings = load_settings(user_file=data_dir / "no-user-config.yaml", overrides=overrides(data_dir, memory=mem_over))
+    sections: dict[str, Any] = {"memory": mem_over}
+    if llm is not None:
+        sections["models"] = {"llm": llm}
+    settings = load_settings(user_file=data_dir / "no-user-config.yaml", overrides=overrides(data_dir, **sections))
     return Memory(settings)
 
 

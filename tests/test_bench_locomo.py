@@ -18,7 +18,7 @@ from assistant.bench.systems.base import render_lines
 from assistant.bench.systems.full import KEEP_AFTER_DROP, FullContextSystem
 from assistant.bench.systems.prostream import ProStreamSystem
 from assistant.config import Settings, load_settings
-from assistant.embed import load_embedder
+from assistant.embed import export_dir, load_embedder
 from assistant.errors import InputError
 from assistant.llm import LLM, load_tokenizer
 from assistant.memory.answer import frame
@@ -336,7 +336,12 @@ def _environment(settings: Settings, work_dir: Path, *, probes_use: bool = False
 
     answerer = Answerer(refuse, tokenizer, settings.memory.answer.max_tokens, settings.llm.n_ctx)
     long = Answerer(refuse, tokenizer, settings.memory.answer.max_tokens, tokenizer.trained_context() or 0)
-    embedder = load_embedder(resolve(settings, "embedder").source, settings.embedder.device, settings.embedder.threads)
+    embedder = load_embedder(
+        resolve(settings, "embedder").source,
+        settings.embedder.device,
+        settings.embedder.threads,
+        export_dir(settings.models_dir),
+    )
     work_dir.mkdir(parents=True, exist_ok=True)
     return Environment(settings, embedder, answerer, long, work_dir, probes_use)
 

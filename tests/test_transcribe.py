@@ -18,6 +18,7 @@ import pytest
 import soundfile as sf
 
 from assistant.config import Settings, load_settings
+from assistant.devices import pick_device
 from assistant.errors import ConfigError, ModelError
 from assistant.records import SAMPLE_RATE, SpeechSegment, Transcript
 from assistant.speech.transcribe import (
@@ -30,7 +31,6 @@ from assistant.speech.transcribe import (
     hotword_prompt,
     is_invented,
     pick_compute_type,
-    pick_device,
     stt_source,
 )
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from .. import locations
 from ..config import Settings
-from ..embed import load_embedder
+from ..embed import export_dir, load_embedder
 from ..errors import InputError
 from ..llm import LLM, load_llm, load_tokenizer
 from ..models import resolve
@@ -205,7 +205,9 @@ class _Answering:
         # Opened apart from load_llm's cache: its KV cache is full's alone, and it is closed after the run.
         self.long_answerer = Answerer(lambda: LLM(source, long), tokenizer, max_tokens, long.n_ctx)
         embedder = resolve(settings, "embedder").source
-        self.embedder = load_embedder(embedder, settings.embedder.device, settings.embedder.threads)
+        self.embedder = load_embedder(
+            embedder, settings.embedder.device, settings.embedder.threads, export_dir(settings.models_dir)
+        )
 
     def close(self) -> None:
         if self.long_answerer.loaded:

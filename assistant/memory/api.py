@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..config import Settings, load_settings
-from ..embed import LazyEmbedder
+from ..embed import LazyEmbedder, export_dir
 from ..entities import make_extractor
 from ..errors import InputError
 from ..exports import write_atomically
@@ -90,6 +90,7 @@ class Memory:
             settings.embedder.device,
             settings.embedder.threads,
             dim=recorded[1] if recorded and recorded[0] == settings.models.embedder else None,
+            cache_dir=export_dir(settings.models_dir),
         )
         self._llm_source = resolve(settings, "llm").source
         self.tokenizer = load_tokenizer(self._llm_source)

@@ -29,6 +29,7 @@ import numpy as np
 
 from ..config import Settings, SttOptions
 from ..cpus import usable_cpus
+from ..devices import pick_device
 from ..errors import ModelError
 from ..models import load_manifest, resolve
 from ..records import SAMPLE_RATE, SpeechSegment, Transcript, Word, join_words
@@ -56,18 +57,6 @@ _MAX_TOKENS = 440
 HOTWORD_CHARS = 200
 
 _WORD_KEY = re.compile(r"[^\w']+")
-
-
-def pick_device(device: str) -> str:
-    """`auto` means CUDA when CTranslate2 sees a GPU (it was built with CUDA and a device is present)."""
-    if device != "auto":
-        return device
-    import ctranslate2
-
-    try:
-        return "cuda" if ctranslate2.get_cuda_device_count() > 0 else "cpu"
-    except RuntimeError:  # a CUDA runtime that fails to initialise is the same as no GPU for us
-        return "cpu"
 
 
 def pick_compute_type(compute_type: str, device: str) -> str:

@@ -15,7 +15,7 @@ from datetime import tzinfo
 from pathlib import Path
 
 from ...config import Settings
-from ...embed import Embedder
+from ...embed import TextEncoder
 from ...llm import ChatModel, Tokenizer
 from ...memory.answer import Reply, frame, respond
 from ...memory.context import Candidate, render
@@ -102,7 +102,7 @@ class Environment:
     """What a system may use: the settings, the shared embedder and answerers, its own directory."""
 
     settings: Settings
-    embedder: Embedder
+    embedder: TextEncoder
     answerer: Answerer  # the answering model at llm.n_ctx, shared by every system
     # The same model opened apart at the context length it was trained with, for `full`: its KV
     # cache then holds the conversation between probes, untouched by the other systems' prompts.
