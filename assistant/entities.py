@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 from assistant.errors import ConfigError, ModelError
 from assistant.records import Triplet, Utterance
+from assistant.sentences import sentences
 
 INSTALL_HINT = "`assistant models install` installs the default models"
 # No GLiNER model is among the defaults, so its errors point elsewhere.
@@ -309,7 +310,6 @@ class SpacyTripletExtractor:
 
 # --------------------------------------------------------------------------------------- GLiNER
 
-_SENTENCE = re.compile(r"[^.!?]+(?:[.!?]+|$)")
 _MAX_RELATION_WORDS = 4
 _HUB_ID = re.compile(r"[\w-][\w.-]*/[\w.-]+")  # "urchade/gliner_small-v2.1"; anything else is a path
 
@@ -367,11 +367,10 @@ class GlinerTripletExtractor:
 
     def extract(self, utterances: Sequence[Utterance]) -> list[Triplet]:
         sents = [
-            (i, m.group())
+            (i, sentence)
             for i, u in enumerate(utterances)
             for piece in _split_long(u.text, 1000)  # GLiNER reads at most max_len words at once
-            for m in _SENTENCE.finditer(piece)
-            if m.group().strip()
+            for sentence in sentences(piece)
         ]
         out: list[tuple[float, Triplet]] = []
         for (i, sent), spans in zip(sents, self.predict([s for _, s in sents]), strict=True):

@@ -4,9 +4,10 @@ The layers, bottom to top. A module may import its own unit (the subpackage or t
 it belongs to) and the layers below; never a layer above, nor another unit of its own layer:
 
   1. errors, atomic              the package's errors, writing a file whole or not at all
-  2. locations, zones, exports, wire, cpus, devices
+  2. locations, zones, exports, wire, cpus, devices, sentences
                                  paths on disk, time zones, writing an export file, records <-> JSON,
-                                 the CPUs a process may use, whether `auto` means a GPU
+                                 the CPUs a process may use, whether `auto` means a GPU, where a
+                                 line's sentences begin and end
   3. records                     the typed records every stage hands on (one `Speaker`)
   4. service                     `MemoryService`: what a user can do with the memory, local or remote
   5. config                      the settings, one section per stage
@@ -43,7 +44,7 @@ PACKAGE = ROOT / "assistant"
 
 LAYERS: list[set[str]] = [
     {"errors", "atomic"},
-    {"locations", "zones", "exports", "wire", "cpus", "devices"},
+    {"locations", "zones", "exports", "wire", "cpus", "devices", "sentences"},
     {"records"},
     {"service"},
     {"config"},

@@ -21,8 +21,9 @@ from datetime import datetime, tzinfo
 
 from ..llm import Tokenizer
 from ..records import Evidence
+from ..sentences import sentences
 from .dates import annotate, day_heading
-from .words import sentences, stems, words
+from .words import stems, words
 
 
 @dataclass(frozen=True)

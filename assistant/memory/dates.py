@@ -48,6 +48,8 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta, tzinfo
 
+from ..sentences import sentence_spans
+
 _MONTHS = (
     "January",
     "February",
@@ -465,7 +467,6 @@ _LONE_ORDINAL = re.compile(
     re.IGNORECASE,
 )
 _NOT_ONE_DAY = {"the", "a", "last", "next", "this", "every", "each", "most", "some", "any", "other", "those", "these"}
-_SENTENCE = re.compile(r"[^.!?]+[.!?]*")
 
 
 def first_weekday_after(said: date, weekday: int) -> date:
@@ -480,17 +481,17 @@ def find_planned_days(text: str, said_at: float, zone: tzinfo) -> list[TimeExpre
     next 25th."""
     said = datetime.fromtimestamp(said_at, zone).date()
     found: list[TimeExpression] = []
-    for sentence in _SENTENCE.finditer(text):
-        if not _FUTURE.search(sentence.group(0)):
+    for start, end in sentence_spans(text):
+        if not _FUTURE.search(text, start, end):
             continue
-        for m in _LONE_WEEKDAY.finditer(text, sentence.start(), sentence.end()):
-            before = re.findall(r"[\w']+", text[sentence.start() : m.start()].lower())
+        for m in _LONE_WEEKDAY.finditer(text, start, end):
+            before = re.findall(r"[\w']+", text[start : m.start()].lower())
             if before and before[-1] in _NOT_ONE_DAY:  # "every Friday", "every other Friday"
                 continue
             d = first_weekday_after(said, _WEEKDAY_NUMBER[m.group("wd").lower()])
             found.append(TimeExpression(m.start(), m.end(), m.group(0), _fmt_day(d), *_part(d, m.group("part"), zone)))
         # "on the 25th" with no month: the next day of that number.
-        for m in _LONE_ORDINAL.finditer(text, sentence.start(), sentence.end()):
+        for m in _LONE_ORDINAL.finditer(text, start, end):
             number = int(re.sub(r"\D", "", m.group("d")))
             ahead = [_month_start(said, k) for k in range(3)]
             days = [date(f.year, f.month, number) for f in ahead if _valid(f.year, f.month, number)]

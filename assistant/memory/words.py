@@ -1,4 +1,4 @@
-"""Words and sentences: the one tokeniser and the one sentence splitter every part of the memory reads with.
+"""Words: the one tokeniser every part of the memory reads with (sentences: assistant/sentences.py).
 
 A word is a run of letters or digits in any script, with an inner apostrophe kept ("Málaga",
 "Zoë's", "don't"): an ASCII-only pattern turns "Málaga" into "laga" and can never match the
@@ -33,8 +33,6 @@ STOP_WORDS = frozenset(
 )
 
 _WORD = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)*", re.UNICODE)
-# A sentence runs to its closing . ! or ?; a bracketed part (a shared photo's caption) is one of its own.
-_SENTENCE = re.compile(r"\[[^\]]*\]|[^.!?\[]+(?:[.!?]+|$)")
 
 
 def words(text: str) -> list[str]:
@@ -72,8 +70,3 @@ def stems(text: str) -> set[str]:
 def content_stems(text: str) -> set[str]:
     """The stems of the content words of `text`."""
     return {stem(w) for w in content_words(text)}
-
-
-def sentences(text: str) -> list[str]:
-    """`text` cut into its sentences, stripped, in order."""
-    return [s for m in _SENTENCE.finditer(text) if (s := m.group(0).strip())]
