@@ -10,6 +10,7 @@ import json
 import logging
 import math
 import os
+import shlex
 import sys
 import tempfile
 import textwrap
@@ -670,10 +671,17 @@ def speakers(ctx: click.Context) -> None:
     with _service(ctx) as service:
         _print_speakers(service.speakers())
         alike = service.merge_suggestions()
+        names = service.name_suggestions()
     for m in alike:
         click.echo(
             f"perhaps one voice: {m.keep.id} {m.keep.name!r} and {m.other.id} {m.other.name!r} "
             f"(cosine {m.cosine:.2f}); if so: assistant speakers merge {m.keep.id} {m.other.id}"
+        )
+    for n in names:
+        times = f", {n.times} times" if n.times > 1 else ""
+        click.echo(
+            f"perhaps {n.name}: {n.speaker.id} {n.speaker.name!r} said \u201c{n.example.text}\u201d{times}; "
+            f"if so: assistant speakers name {n.speaker.id} {shlex.quote(n.name)}"
         )
 
 

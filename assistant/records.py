@@ -451,6 +451,16 @@ class MergeSuggestion:
 
 
 @dataclass(frozen=True)
+class NameSuggestion:
+    """A name an unnamed voice gave itself ("I'm Sam"): offered to the user, never applied unasked."""
+
+    speaker: Speaker
+    name: str
+    times: int  # how many of its lines introduce it by that name
+    example: Evidence  # the first of them
+
+
+@dataclass(frozen=True)
 class Reassignment:
     """What a reassignment did: the speaker the utterances now belong to, which moved, and
     which automatically labelled speakers were left with nothing and removed."""

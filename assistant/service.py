@@ -25,6 +25,7 @@ from .records import (
     ImportReport,
     MemoryNode,
     MergeSuggestion,
+    NameSuggestion,
     Reassignment,
     SearchResult,
     Selection,
@@ -81,6 +82,10 @@ class MemoryService(Protocol):
     def speakers(self) -> list[Speaker]: ...
 
     def merge_suggestions(self) -> list[MergeSuggestion]: ...
+
+    def name_suggestions(self) -> list[NameSuggestion]:
+        """Names unnamed voices gave themselves ("I'm Sam"): the user accepts one with `name_speaker`."""
+        ...
 
     def speaker_lines(self, key: SpeakerKey, limit: int = 20) -> list[Utterance]:
         """A speaker's last `limit` utterances, oldest first: who is this?"""
@@ -167,6 +172,8 @@ class AsyncMemoryService(Protocol):
     async def speakers(self) -> list[Speaker]: ...
 
     async def merge_suggestions(self) -> list[MergeSuggestion]: ...
+
+    async def name_suggestions(self) -> list[NameSuggestion]: ...
 
     async def speaker_lines(self, key: SpeakerKey, limit: int = 20) -> list[Utterance]: ...
 

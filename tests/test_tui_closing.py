@@ -41,6 +41,7 @@ class Panes(App[None]):
 SHOWS = {
     "memory tree": (MemoryPane, lambda p: p.show_tree([NODE])),
     "merge suggestions": (SpeakersPane, lambda p: p.show_suggestions([])),
+    "name suggestions": (SpeakersPane, lambda p: p.show_names([])),
     "digest": (DigestPane, lambda p: p.show(DAY)),
 }
 

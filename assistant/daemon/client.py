@@ -36,6 +36,7 @@ from ..records import (
     ImportReport,
     MemoryNode,
     MergeSuggestion,
+    NameSuggestion,
     Reassignment,
     RecordingState,
     Relabelled,
@@ -179,6 +180,7 @@ class Calls:
 
     speakers = staticmethod(lambda: Call("GET", "/speakers", None, _many(Speaker)))
     merge_suggestions = staticmethod(lambda: Call("GET", "/speakers/suggestions", None, _many(MergeSuggestion)))
+    name_suggestions = staticmethod(lambda: Call("GET", "/speakers/names", None, _many(NameSuggestion)))
 
     @staticmethod
     def speaker_lines(key: str | int, limit: int) -> Call[list[Utterance]]:
@@ -379,6 +381,9 @@ class DaemonClient:
     def merge_suggestions(self) -> list[MergeSuggestion]:
         return self._send(Calls.merge_suggestions())
 
+    def name_suggestions(self) -> list[NameSuggestion]:
+        return self._send(Calls.name_suggestions())
+
     def speaker_lines(self, key: str | int, limit: int = 20) -> list[Utterance]:
         return self._send(Calls.speaker_lines(key, limit))
 
@@ -519,6 +524,9 @@ class AsyncDaemonClient:
 
     async def merge_suggestions(self) -> list[MergeSuggestion]:
         return await self._send(Calls.merge_suggestions())
+
+    async def name_suggestions(self) -> list[NameSuggestion]:
+        return await self._send(Calls.name_suggestions())
 
     async def speaker_lines(self, key: str | int, limit: int = 20) -> list[Utterance]:
         return await self._send(Calls.speaker_lines(key, limit))

@@ -43,6 +43,7 @@ from ..records import (
     ForgetFilter,
     HeardLine,
     MergeSuggestion,
+    NameSuggestion,
     Reassignment,
     Relabelled,
     Retrieval,
@@ -428,6 +429,9 @@ class Daemon:
 
     def merge_suggestions(self) -> list[MergeSuggestion]:
         return self.writer.call(self.memory.merge_suggestions)
+
+    def name_suggestions(self) -> list[NameSuggestion]:
+        return self.writer.call(self.memory.name_suggestions)
 
     def rename_speaker(self, key: str | int, name: str) -> Speaker:
         return self.writer.call(self._relabel, lambda: self.memory.rename_speaker(key, name))

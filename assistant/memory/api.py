@@ -33,6 +33,7 @@ from ..records import (
     Evidence,
     Level,
     MemoryStats,
+    NameSuggestion,
     Node,
     Reassignment,
     RecallFilter,
@@ -41,7 +42,7 @@ from ..records import (
     Utterance,
 )
 from ..store.store import Store
-from . import archive, digest, forget, speakers
+from . import archive, digest, forget, introductions, speakers
 from .answer import DONT_KNOW, Prompt, Reply, build_prompt, cited_evidence, respond
 from .budget import enforce_budget
 from .commitments import Judge, LLMJudge, Verdict
@@ -347,6 +348,12 @@ class Memory:
     def merge_suggestions(self) -> list[speakers.MergeSuggestion]:
         """Speakers whose voices sound alike (`diarization.suggest_merge_cosine`): perhaps one person."""
         return speakers.merge_suggestions(self.store.speakers(), self.settings.diarization.suggest_merge_cosine)
+
+    def name_suggestions(self) -> list[NameSuggestion]:
+        """Names unnamed voices gave themselves ("I'm Sam"), for the user to accept or not."""
+        voices = [sp for sp in self.store.speakers() if speakers.is_automatic_name(sp.name)]
+        lines = self.store.utterances_containing((sp.id for sp in voices), introductions.FRAGMENTS)
+        return introductions.name_suggestions(voices, lines)
 
     def rename_speaker(self, key: str | int, name: str) -> Speaker:
         """Name a voice ("Speaker 2" is Alice): the transcript and the memory built on it are relabelled."""

@@ -22,6 +22,7 @@ from ..records import (
     MemoryNode,
     MemoryStats,
     MergeSuggestion,
+    NameSuggestion,
     Reassignment,
     SearchResult,
     Selection,
@@ -146,6 +147,9 @@ class LocalMemory:
 
     def merge_suggestions(self) -> list[MergeSuggestion]:
         return self.memory.merge_suggestions()
+
+    def name_suggestions(self) -> list[NameSuggestion]:
+        return self.memory.name_suggestions()
 
     def speaker_lines(self, key: str | int, limit: int = 20) -> list[Utterance]:
         return self.memory.speaker_lines(key, limit)

@@ -331,6 +331,21 @@ class Store:
         self.line_index.add(uid, vector)
         return Utterance(u.speaker, u.text, u.time, uid)
 
+    def utterances_containing(self, speaker_ids: Iterable[int], fragments: Sequence[str]) -> list[Utterance]:
+        """The utterances of these speakers whose text holds any of `fragments` (ASCII case ignored), oldest first."""
+        ids, fragments = list(speaker_ids), list(fragments)
+        if not ids or not fragments:
+            return []
+        marks = ",".join("?" * len(ids))
+        like = " OR ".join("u.text LIKE ? ESCAPE '\\'" for _ in fragments)
+        escaped = ["%" + f.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%" for f in fragments]
+        rows = self.db.all(
+            "SELECT u.id, s.name AS speaker, u.text, u.time FROM utterances u JOIN speakers s ON s.id = u.speaker_id "
+            f"WHERE u.speaker_id IN ({marks}) AND ({like}) ORDER BY u.time, u.id",
+            [*ids, *escaped],
+        )
+        return [_utterance(r) for r in rows]
+
     def utterances(self, ids: Iterable[int]) -> list[Utterance]:
         ids = list(ids)
         rows = []

@@ -1,6 +1,7 @@
 """The speakers screen: who was heard and for how long; rename, who-is-this and merge through modals,
-and the voices that sound alike, suggested for merging. The pane makes these calls to the daemon
-itself, and the corrections of who said what (F9) too."""
+the voices that sound alike, suggested for merging, and the names unnamed voices gave themselves
+("I'm Sam"), accepted with one key. The pane makes these calls to the daemon itself, and the
+corrections of who said what (F9) too."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from textual.widgets import DataTable, Label, Static
 
 from ..daemon.client import AsyncDaemonClient
 from ..errors import AssistantError
-from ..records import MergeSuggestion, Speaker
+from ..records import MergeSuggestion, NameSuggestion, Speaker
 from .connection import DaemonChanged, said, taken_down
 from .dialogs import Correction, MergeScreen, NameScreen, ReassignScreen, WhoScreen
 
@@ -31,6 +32,13 @@ class SpeakersPane(Vertical):
         Binding("n", "rename", "Rename", id="speakers.rename", tooltip="Name the selected voice"),
         Binding("w", "who", "Who is this?", id="speakers.who", tooltip="What the selected voice said; name them"),
         Binding("m", "merge", "Merge", id="speakers.merge", tooltip="Merge two labels that are one voice"),
+        Binding(
+            "a",
+            "accept",
+            "Accept name",
+            id="speakers.accept",
+            tooltip="Give the selected voice the name it gave itself",
+        ),
     ]
 
     def __init__(self, client: AsyncDaemonClient, *, zone: tzinfo | None = None, **kwargs: Any) -> None:
@@ -39,13 +47,15 @@ class SpeakersPane(Vertical):
         self.zone = zone  # "who is this?" times lines in it (None = the system's)
         self.speakers: tuple[Speaker, ...] = ()
         self.suggestions: list[MergeSuggestion] = []
+        self.names: list[NameSuggestion] = []
 
     def compose(self) -> ComposeResult:
         table: DataTable[str] = DataTable(id="speakers-table", cursor_type="row", zebra_stripes=True)
         table.add_columns("id", "name", "utterances", "speech", "enrolled")
         yield table
         yield Static("", id="merge-suggestions")
-        yield Label("n rename · w who is this? · m merge two speakers", classes="hint")
+        yield Static("", id="name-suggestions")
+        yield Label("n rename · w who is this? · m merge two speakers · a accept a suggested name", classes="hint")
 
     # --- what the status poll brings ----------------------------------------------------------
 
@@ -74,9 +84,11 @@ class SpeakersPane(Vertical):
     async def load_suggestions(self) -> None:
         try:
             suggestions = await self.client.merge_suggestions()
+            names = await self.client.name_suggestions()
         except AssistantError:
             return  # the status poll says when the daemon is gone
         self.show_suggestions(suggestions)
+        self.show_names(names)
 
     def show_suggestions(self, suggestions: list[MergeSuggestion]) -> None:
         """Pairs whose voices sound alike, strongest first."""
@@ -89,6 +101,26 @@ class SpeakersPane(Vertical):
             for m in suggestions
         ]
         self.query_one("#merge-suggestions", Static).update("\n".join(lines))
+
+    def show_names(self, names: list[NameSuggestion]) -> None:
+        """Names unnamed voices gave themselves, most often said first."""
+        if taken_down(self):
+            return
+        self.names = names
+        lines = [
+            f"{n.speaker.name} (#{n.speaker.id}) said \u201c{n.example.text}\u201d"
+            + (f" ({n.times} times)" if n.times > 1 else "")
+            + f" — perhaps {n.name}: select them and press a"
+            for n in names
+        ]
+        self.query_one("#name-suggestions", Static).update("\n".join(lines))
+
+    def suggested_name(self, speaker: Speaker | None) -> NameSuggestion | None:
+        """The name most often suggested for `speaker`; with none selected, the first suggestion."""
+        for n in self.names:
+            if speaker is None or n.speaker.id == speaker.id:
+                return n
+        return None
 
     def suggested_pair(self, speaker: Speaker | None) -> tuple[str, str] | None:
         """The strongest suggestion involving `speaker` (any, when None): (keep, other) ids."""
@@ -115,6 +147,13 @@ class SpeakersPane(Vertical):
         speaker = self.selected()
         if speaker is not None:
             self.app.push_screen(WhoScreen(self.client, speaker, self.zone), self._renamer(speaker))
+
+    def action_accept(self) -> None:
+        suggestion = self.suggested_name(self.selected())
+        if suggestion is None:
+            self.notify("No name was suggested for this voice.", title="Accept name")
+            return
+        self.rename(str(suggestion.speaker.id), suggestion.name)
 
     def _renamer(self, speaker: Speaker) -> Callable[[str | None], None]:
         def named(name: str | None) -> None:

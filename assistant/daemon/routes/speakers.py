@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 from starlette.concurrency import run_in_threadpool
 
-from ...records import Evidence, MergeSuggestion, Reassignment, Speaker, Utterance
+from ...records import Evidence, MergeSuggestion, NameSuggestion, Reassignment, Speaker, Utterance
 from ...wire import to_json
 from ..requests import Reassign, SpeakerMerge, SpeakerName
 from ..schema import model_of
@@ -28,6 +28,15 @@ async def speakers(daemon: DaemonDep) -> Any:
 )
 async def merge_suggestions(daemon: DaemonDep) -> Any:
     return to_json(await run_in_threadpool(daemon.merge_suggestions))
+
+
+@router.get(
+    "/speakers/names",
+    response_model=list[model_of(NameSuggestion)],
+    summary='Names unnamed voices gave themselves ("I\'m Sam"): name the voice if so',
+)
+async def name_suggestions(daemon: DaemonDep) -> Any:
+    return to_json(await run_in_threadpool(daemon.name_suggestions))
 
 
 @router.get(
