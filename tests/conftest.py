@@ -132,15 +132,18 @@ def open_memory(
     mode: str = "extractive",
     budget: int | dict[str, Any] | None = None,
     llm: str | None = None,
+    distill_llm: str | None = None,
     **memory: Any,
 ) -> Memory:
-    """A memory in `data_dir` with the given `memory:` settings; `llm` replaces the default model."""
+    """A memory in `data_dir` with the given `memory:` settings; `llm` and `distill_llm` replace the
+    default models (the answering one, and the one that distils)."""
     mem_over: dict[str, Any] = {"distill": {"mode": mode}, **memory}
     if budget is not None:
         mem_over["budget"] = budget if isinstance(budget, dict) else {"token_budget": budget}
     sections: dict[str, Any] = {"memory": mem_over}
-    if llm is not None:
-        sections["models"] = {"llm": llm}
+    models = {key: value for key, value in (("llm", llm), ("distill_llm", distill_llm)) if value is not None}
+    if models:
+        sections["models"] = models
     settings = load_settings(user_file=data_dir / "no-user-config.yaml", overrides=overrides(data_dir, **sections))
     return Memory(settings)
 
