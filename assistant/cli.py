@@ -25,7 +25,7 @@ import click
 from . import locations
 from .config import Settings, load_settings
 from .daemon.service_cli import service
-from .errors import AssistantError, InputError
+from .errors import AssistantError, InputError, ModelError
 from .records import (
     NOT_RUNNING,
     SAMPLE_RATE,
@@ -639,7 +639,11 @@ def _export_embedder(settings: Settings) -> None:
     from .devices import pick_device
     from .embed import export_dir, onnx_file, prepare_onnx
 
-    path = registry.resolve(settings, "embedder").path
+    try:
+        path = registry.resolve(settings, "embedder").path
+    except ModelError as exc:  # a configured embedder that is not installed: said when it loads
+        click.echo(f"models.embedder: {exc}", err=True)
+        return
     if path is None or not path.is_dir() or pick_device(settings.embedder.device) != "cpu":
         return
     if not onnx_file(path, export_dir(settings.models_dir)).is_file():

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import io
 import json
 import logging
 import os
@@ -23,6 +24,7 @@ from typing import Protocol
 
 import numpy as np
 
+from .atomic import atomic_bytes
 from .devices import pick_device
 from .errors import ModelError
 
@@ -164,20 +166,18 @@ def export_onnx(model_dir: Path, path: Path) -> Path:
 
     sample = tuple(torch.ones((2, 8), dtype=torch.long) for _ in names)
     axes = {name: {0: "batch", 1: "tokens"} for name in [*names, "states"]}
+    graph = io.BytesIO()
+    # The tracer warns that shapes and the mask's checks become constants; the graph still takes
+    # any batch and length (tests/test_embed.py compares it with sentence-transformers).
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            TokenStates(), sample, graph, input_names=names, output_names=["states"],
+            dynamic_axes=axes, opset_version=17, dynamo=False,
+        )  # fmt: skip
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.{os.getpid()}")
-    try:
-        # The tracer warns that shapes and the mask's checks become constants; the graph still
-        # takes any batch and length (tests/test_embed.py compares it with sentence-transformers).
-        with torch.no_grad(), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            torch.onnx.export(
-                TokenStates(), sample, str(partial), input_names=names, output_names=["states"],
-                dynamic_axes=axes, opset_version=17, dynamo=False,
-            )  # fmt: skip
-        os.replace(partial, path)
-    finally:
-        partial.unlink(missing_ok=True)
+    with atomic_bytes(path) as fh:
+        fh.write(graph.getvalue())
     return path
 
 
