@@ -14,7 +14,7 @@ import shlex
 import sys
 import tempfile
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import tzinfo
 from pathlib import Path
@@ -630,6 +630,7 @@ def models_install(ctx: click.Context, names: tuple[str, ...]) -> None:
     if any(r.state != "ok" for r in rows):
         sys.exit(3)
     _export_embedder(settings)
+    _export_speaker(settings)
 
 
 def _export_embedder(settings: Settings) -> None:
@@ -646,14 +647,37 @@ def _export_embedder(settings: Settings) -> None:
         return
     if path is None or not path.is_dir() or pick_device(settings.embedder.device) != "cpu":
         return
-    if not onnx_file(path, export_dir(settings.models_dir)).is_file():
-        click.echo(f"{settings.models.embedder}: exporting it for onnxruntime (once)", err=True)
+    cache_dir = export_dir(settings.models_dir)
+    _export_once(settings.models.embedder, onnx_file(path, cache_dir), lambda: prepare_onnx(path, cache_dir))
+
+
+def _export_speaker(settings: Settings) -> None:
+    """Export the configured Resemblyzer speaker encoder for onnxruntime now, so the first daemon
+    start need not (speech/voice_encoders.py); an ONNX speaker model, or a GPU, needs no export."""
+    from .speech import ge2e
+    from .speech.voice_encoders import encoder_spec, onnx_export
+
     try:
-        prepare_onnx(path, export_dir(settings.models_dir))
-    except Exception as exc:  # noqa: BLE001 - see load_embedder: the model still loads with torch
-        click.echo(
-            f"{settings.models.embedder}: cannot export it for onnxruntime ({exc}); it will load with torch", err=True
-        )
+        export = onnx_export(encoder_spec(settings))
+    except ModelError as exc:  # a configured speaker model that cannot load: said when it loads
+        click.echo(f"models.speaker: {exc}", err=True)
+        return
+    if export is None:
+        return
+    weights, cache_dir = export
+    _export_once(
+        settings.models.speaker, ge2e.onnx_file(weights, cache_dir), lambda: ge2e.prepare_onnx(weights, cache_dir)
+    )
+
+
+def _export_once(name: str, path: Path, export: Callable[[], object]) -> None:
+    """Make the export at `path` with `export` unless it is there, saying so; a failure is said, not raised."""
+    if not path.is_file():
+        click.echo(f"{name}: exporting it for onnxruntime (once)", err=True)
+    try:
+        export()
+    except Exception as exc:  # noqa: BLE001 - the model loads with torch when it finds no export
+        click.echo(f"{name}: cannot export it for onnxruntime ({exc}); it will load with torch", err=True)
 
 
 @models.command("status")

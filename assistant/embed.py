@@ -6,6 +6,9 @@ directory and gives the same vectors (within 1e-6). It loads in 0.3 s; importing
 transformers and sentence-transformers takes 4-6 s on 2 cores, paid by every process that encodes
 (the daemon at each start, a CLI `ask`). Other layouts, hub ids and a GPU load with
 sentence-transformers, as does a machine where the export fails.
+
+The export's naming, writing and loading (`keyed_export`, `write_onnx`, `onnx_session`) serve the
+speaker encoder's export too (speech/ge2e.py).
 """
 
 from __future__ import annotations
@@ -18,15 +21,20 @@ import logging
 import os
 import threading
 import warnings
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from .atomic import atomic_bytes
 from .devices import pick_device
 from .errors import ModelError
+
+if TYPE_CHECKING:
+    import onnxruntime as ort
+    import torch
 
 log = logging.getLogger(__name__)
 
@@ -133,15 +141,61 @@ def export_dir(models_dir: Path) -> Path:
     return models_dir / "onnx"
 
 
-def onnx_file(model_dir: Path, cache_dir: Path) -> Path:
-    """Where `model_dir`'s export lives: named by the directory and its weights, so another model, or
-    these weights replaced, gets a file of its own."""
-    key = hashlib.sha256(f"{_EXPORT_FORMAT}\0{model_dir.resolve()}".encode())
-    for name in _WEIGHTS:
-        if (path := model_dir / name).is_file():
+def keyed_export(cache_dir: Path, kind: str, version: str, source: Path, files: Iterable[Path]) -> Path:
+    """Where the export of `source` lives in `cache_dir`: named by the export format's `version`,
+    `source`'s resolved path and the size and mtime of each of `files` that exists, so another model,
+    these weights replaced, or a change to how exports are made gets a file of its own."""
+    key = hashlib.sha256(f"{version}\0{source.resolve()}".encode())
+    for path in files:
+        if path.is_file():
             stat = path.stat()
-            key.update(f"\0{name}\0{stat.st_size}\0{stat.st_mtime_ns}".encode())
-    return cache_dir / f"embedder-{key.hexdigest()[:16]}.onnx"
+            key.update(f"\0{path.name}\0{stat.st_size}\0{stat.st_mtime_ns}".encode())
+    return cache_dir / f"{kind}-{key.hexdigest()[:16]}.onnx"
+
+
+def onnx_file(model_dir: Path, cache_dir: Path) -> Path:
+    """Where `model_dir`'s export lives (`keyed_export`)."""
+    return keyed_export(cache_dir, "embedder", _EXPORT_FORMAT, model_dir, [model_dir / name for name in _WEIGHTS])
+
+
+def write_onnx(
+    module: torch.nn.Module,
+    sample: tuple[torch.Tensor, ...],
+    path: Path,
+    *,
+    input_names: list[str],
+    output_names: list[str],
+    dynamic_axes: dict[str, dict[int, str]],
+) -> Path:
+    """Export `module`, traced on `sample`, to `path` (with torch, once); written whole or not at all."""
+    import torch
+
+    graph = io.BytesIO()
+    # The tracer warns that shapes and checks become constants, and torch that this exporter is the
+    # legacy one; the graphs still take any size along `dynamic_axes` (the tests compare each with
+    # its torch model).
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            module, sample, graph, input_names=input_names, output_names=output_names,
+            dynamic_axes=dynamic_axes, opset_version=17, dynamo=False,
+        )  # fmt: skip
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_bytes(path) as fh:
+        fh.write(graph.getvalue())
+    return path
+
+
+def onnx_session(path: Path, threads: int = 0) -> ort.InferenceSession:
+    """An onnxruntime session on the CPU; `threads` 0 leaves onnxruntime's default (a thread per core)."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.log_severity_level = 3  # its warnings about unused initialisers are noise here
+    if threads:
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
 def export_onnx(model_dir: Path, path: Path) -> Path:
@@ -166,19 +220,7 @@ def export_onnx(model_dir: Path, path: Path) -> Path:
 
     sample = tuple(torch.ones((2, 8), dtype=torch.long) for _ in names)
     axes = {name: {0: "batch", 1: "tokens"} for name in [*names, "states"]}
-    graph = io.BytesIO()
-    # The tracer warns that shapes and the mask's checks become constants; the graph still takes
-    # any batch and length (tests/test_embed.py compares it with sentence-transformers).
-    with torch.no_grad(), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(
-            TokenStates(), sample, graph, input_names=names, output_names=["states"],
-            dynamic_axes=axes, opset_version=17, dynamo=False,
-        )  # fmt: skip
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_bytes(path) as fh:
-        fh.write(graph.getvalue())
-    return path
+    return write_onnx(TokenStates(), sample, path, input_names=names, output_names=["states"], dynamic_axes=axes)
 
 
 def prepare_onnx(model_dir: Path, cache_dir: Path) -> Path | None:
@@ -196,18 +238,12 @@ class OnnxEmbedder:
     """A sentence-transformers model run under onnxruntime: the same vectors, without torch."""
 
     def __init__(self, model_dir: Path, path: Path, layout: OnnxLayout, *, threads: int = 0) -> None:
-        import onnxruntime as ort
         from tokenizers import Tokenizer
 
         self._tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         self._tokenizer.enable_truncation(layout.max_tokens)
         self._tokenizer.no_padding()
-        options = ort.SessionOptions()
-        options.log_severity_level = 3  # its warnings about unused initialisers are noise here
-        if threads:
-            options.intra_op_num_threads = threads
-            options.inter_op_num_threads = 1
-        self._session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        self._session = onnx_session(path, threads)
         self._inputs = [i.name for i in self._session.get_inputs()]
         self._pooling = layout.pooling
         self.name = str(model_dir)

@@ -1,4 +1,5 @@
-"""Voice encoders: the Kaldi fbank, an ONNX speaker model built here, and Resemblyzer unchanged.
+"""Voice encoders: the Kaldi fbank, an ONNX speaker model built here, and Resemblyzer, in torch and
+under onnxruntime.
 
 No trained WeSpeaker weights can be downloaded where these tests run, so the ONNX backend is
 tested on a small model made with the `onnx` package: pooled statistics of the fbank frames
@@ -8,7 +9,12 @@ in their spectra, so its embeddings tell them apart only if the features are rig
 
 from __future__ import annotations
 
+import json
 import logging
+import os
+import subprocess
+import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -19,10 +25,14 @@ import soundfile as sf
 from onnx import TensorProto, helper, numpy_helper
 
 from assistant.bench.synth_speech import espeak, speech_bounds, to_16k
+from assistant.cli import _export_speaker
 from assistant.config import load_settings
+from assistant.embed import export_dir
 from assistant.errors import ConfigError, InputError, ModelError
 from assistant.records import SAMPLE_RATE, Voiceprint
+from assistant.speech import ge2e
 from assistant.speech.diarize import Diarizer, diarizer_from_settings, normalise_volume, voiced_mask
+from assistant.speech.ge2e import OnnxGE2EEncoder, mel_spectrogram, partial_slices
 from assistant.speech.voice_encoders import (
     ONNX_SPEAKER,
     RESEMBLYZER,
@@ -91,9 +101,9 @@ def pooling_model(path: Path, *, dim: int = DIM, seed: int = 0, mels: int = 80) 
     return path
 
 
-def settings_for(tmp_path: Path, speaker: str, **diarization: object):
+def settings_for(tmp_path: Path, speaker: str, *, models_dir: str | Path = MODELS_DIR, **diarization: object):
     """Settings from a YAML file, as a user would write it."""
-    lines = [f"paths:\n  data_dir: {tmp_path / 'data'}\n  models_dir: {MODELS_DIR}", f"models:\n  speaker: '{speaker}'"]
+    lines = [f"paths:\n  data_dir: {tmp_path / 'data'}\n  models_dir: {models_dir}", f"models:\n  speaker: '{speaker}'"]
     if diarization:
         lines.append("diarization:\n" + "".join(f"  {k}: {v}\n" for k, v in diarization.items()))
     config = tmp_path / "config.yaml"
@@ -297,14 +307,17 @@ def test_bad_encoder_knobs_are_refused_naming_the_key(tmp_path, text, needle):
         load_settings(config, user_file=tmp_path / "absent.yaml")
 
 
-# --- Resemblyzer, as before --------------------------------------------------------------------
+# --- Resemblyzer ------------------------------------------------------------------------------
 
 
 def test_resemblyzer_stays_the_default_and_gives_the_same_embedding(tmp_path, speech):
     from resemblyzer import VoiceEncoder
 
     diarizer = diarizer_from_settings(settings_for(tmp_path, "resemblyzer-ge2e"))
-    assert diarizer.encoder_spec.format == RESEMBLYZER and isinstance(diarizer.encoder, ResemblyzerEncoder)
+    assert diarizer.encoder_spec.format == RESEMBLYZER
+    assert diarizer.encoder_spec.cache_dir == export_dir(Path(MODELS_DIR))
+    # On the CPU the default runs under onnxruntime; the same numbers, to the LSTM's float rounding.
+    assert isinstance(diarizer.encoder, OnnxGE2EEncoder)
     assert diarizer.options.match_threshold == 0.75 and diarizer.change_threshold == 0.7
 
     # What the diarizer did before encoders were pluggable: Resemblyzer on the voiced samples.
@@ -313,13 +326,139 @@ def test_resemblyzer_stays_the_default_and_gives_the_same_embedding(tmp_path, sp
     voiced = wav[voiced_mask(wav)]
     direct = VoiceEncoder(device="cpu", verbose=False)
     _whole, partials, _slices = direct.embed_utterance(voiced, return_partials=True, rate=4.0, min_coverage=0.5)
-    assert np.allclose(diarizer.embed(x), unit(partials.mean(axis=0)), atol=1e-6)
+    assert np.allclose(diarizer.embed(x), unit(partials.mean(axis=0)), atol=1e-5)
     # The same windows, over a whole step of lengths (whether a thin last window is kept varies).
     for cut in range(0, SAMPLE_RATE // 4, SAMPLE_RATE // 16):
         stretch = voiced[: len(voiced) - cut]
         _whole, partials, slices = direct.embed_utterance(stretch, return_partials=True, rate=4.0, min_coverage=0.5)
         ours, our_slices = diarizer.encoder.windows(stretch, 4.0)
         assert our_slices == list(slices)
-        assert np.allclose(ours, partials, atol=1e-6)
-    # The old constructor form, a weights path or None, still means Resemblyzer.
+        assert np.allclose(ours, partials, atol=1e-5)
+    # The old constructor form, a weights path or None, still means Resemblyzer, in torch.
     assert Diarizer(None, diarizer.options).encoder_spec == EncoderSpec(RESEMBLYZER, None, "cpu")
+    assert isinstance(Diarizer(None, diarizer.options).encoder, ResemblyzerEncoder)
+
+
+# --- Resemblyzer under onnxruntime -------------------------------------------------------------
+
+# Lengths around a frame (160 samples), an FFT (400), a window (25600) and a step at 4 a second
+# (4000), odd ones among them; the windows' own padding makes the encoder's mels all of
+# 25600 samples or more, but the spectrogram holds for any length.
+MEL_LENGTHS = [1, 159, 160, 399, 400, 401, 559, 4001, 25599, 25600, 25601, 33333]
+
+
+@pytest.fixture(scope="module")
+def ge2e_exports(tmp_path_factory) -> Path:
+    """Where this module's export of the packaged weights goes (made once, by the first test that loads it)."""
+    return tmp_path_factory.mktemp("ge2e-exports")
+
+
+def _close_relative(got: np.ndarray, want: np.ndarray, rtol: float) -> None:
+    assert got.shape == want.shape and got.dtype == want.dtype == np.float32
+    error = np.abs(got.astype(np.float64) - want) / np.maximum(np.abs(want), np.finfo(np.float32).tiny)
+    assert error.max() <= rtol, f"relative error {error.max():.3g} at {np.unravel_index(error.argmax(), error.shape)}"
+
+
+@pytest.mark.parametrize("n", MEL_LENGTHS)
+def test_the_numpy_mel_spectrogram_is_librosas_at_edge_lengths(n: int):
+    from resemblyzer.audio import wav_to_mel_spectrogram
+
+    x = np.random.default_rng(n).normal(0, 0.1, n).astype(np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # librosa's, that a signal shorter than its FFT is short
+        want = wav_to_mel_spectrogram(x)
+    assert want.shape == (1 + n // 160, 40)
+    _close_relative(mel_spectrogram(x), want, 1e-5)
+
+
+def test_the_numpy_mel_spectrogram_is_librosas_on_speech(speech):
+    from resemblyzer.audio import wav_to_mel_spectrogram
+
+    for voice in (VOICE_A, VOICE_B):
+        x = normalise_volume(np.concatenate(speech[voice]))
+        want = wav_to_mel_spectrogram(x)
+        assert want.max() > 1.0  # loud speech: the relative check weighs its quiet bins as its loud ones
+        _close_relative(mel_spectrogram(x), want, 1e-5)
+
+
+@pytest.mark.parametrize("rate", [0.625, 1.0, 1.3, 3.0, 4.0, 7.0, 100.0])
+def test_the_windows_are_cut_where_resemblyzer_cuts_them(rate: float):
+    from resemblyzer import VoiceEncoder
+
+    # 28800 and 38400: a last window exactly half audio at 1 and 0.625 windows a second (kept).
+    for n in [*MEL_LENGTHS, 0, 28800, 38400, 2 * SAMPLE_RATE - 1, 5 * SAMPLE_RATE + 4321]:
+        for coverage in (0.5, 0.75, 1.0):
+            assert partial_slices(n, rate, coverage) == VoiceEncoder.compute_partial_slices(n, rate, coverage)
+
+
+def test_resemblyzer_under_onnxruntime_gives_torchs_windows(ge2e_exports, speech):
+    encoder = EncoderSpec(RESEMBLYZER, None, "cpu", ge2e_exports).load()
+    assert isinstance(encoder, OnnxGE2EEncoder) and encoder.dim == 256 and encoder.device == "cpu"
+    torch_encoder = ResemblyzerEncoder(None)
+    x = normalise_volume(speech[VOICE_B][0])
+    # Less than a window, one exactly, several; at 0.625 a second a last window that is a fifth
+    # audio is dropped and one that is four fifths is kept.
+    for rate, n in [(4.0, 8000), (4.0, 25600), (4.0, len(x)), (0.625, 30600), (0.625, 45600), (1.3, len(x) - 1)]:
+        got, got_slices = encoder.windows(x[:n], rate)
+        want, want_slices = torch_encoder.windows(x[:n], rate)
+        assert got_slices == want_slices, (rate, n)
+        assert got.shape == want.shape and got.dtype == np.float32
+        assert np.abs(got - want).max() < 1e-5, (rate, n, np.abs(got - want).max())
+
+
+def test_the_export_is_made_once_per_weights_file(ge2e_exports, tmp_path):
+    weights = ge2e.packaged_weights()
+    assert weights is not None and weights.is_file()
+    exported = ge2e.prepare_onnx(weights, ge2e_exports)
+    assert exported == ge2e.onnx_file(weights, ge2e_exports)
+    stamp = exported.stat().st_mtime_ns
+    assert ge2e.prepare_onnx(weights, ge2e_exports) == exported and exported.stat().st_mtime_ns == stamp
+    # Other weights (here a copy: another path, another mtime) get an export of their own.
+    copy = tmp_path / "pretrained.pt"
+    copy.write_bytes(weights.read_bytes())
+    assert ge2e.onnx_file(copy, ge2e_exports) != exported
+
+
+def test_the_onnx_path_imports_neither_torch_nor_librosa(ge2e_exports):
+    ge2e.prepare_onnx(ge2e.packaged_weights() or Path(), ge2e_exports)  # the export is torch's, made here
+    script = (
+        "import sys, numpy as np\n"
+        "from pathlib import Path\n"
+        "from assistant.speech.voice_encoders import RESEMBLYZER, EncoderSpec\n"
+        f"encoder = EncoderSpec(RESEMBLYZER, None, 'cpu', Path({str(ge2e_exports)!r})).load()\n"
+        "embeddings, _ = encoder.windows(np.random.default_rng(0).normal(0, 0.1, 40000).astype(np.float32), 4.0)\n"
+        "heavy = sorted({'torch', 'librosa', 'resemblyzer'} & set(sys.modules))\n"
+        "print(json.dumps([type(encoder).__name__, list(embeddings.shape), heavy]))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    out = subprocess.run(
+        [sys.executable, "-c", "import json\n" + script], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    windows = len(partial_slices(40000, 4.0)[0])
+    assert json.loads(out.stdout) == ["OnnxGE2EEncoder", [windows, 256], []], out.stdout
+
+
+def test_without_an_export_resemblyzer_loads_with_torch(tmp_path, caplog):
+    blocked = tmp_path / "not-a-directory"
+    blocked.write_text("a file where the exports would go")
+    with caplog.at_level(logging.WARNING, logger="assistant.speech.voice_encoders"):
+        encoder = EncoderSpec(RESEMBLYZER, None, "cpu", blocked).load()
+    assert isinstance(encoder, ResemblyzerEncoder)
+    assert "cannot run the speaker encoder under onnxruntime" in caplog.text and "loading it with torch" in caplog.text
+    embeddings, _slices = encoder.windows(np.zeros(SAMPLE_RATE, np.float32) + 0.01, 4.0)
+    assert embeddings.shape == (1, 256)
+
+
+def test_models_install_exports_the_speaker_encoder_once(tmp_path, capsys):
+    settings = settings_for(tmp_path, "resemblyzer-ge2e", models_dir=tmp_path / "models")
+    _export_speaker(settings)
+    assert "resemblyzer-ge2e: exporting it for onnxruntime (once)" in capsys.readouterr().err
+    assert len(list((tmp_path / "models" / "onnx").glob("ge2e-*.onnx"))) == 1
+    _export_speaker(settings)
+    assert capsys.readouterr().err == ""  # found: nothing to say
+    # Where the export cannot be written, it says so and that torch will load the model.
+    (tmp_path / "blocked").write_text("a file where the models directory would be")
+    _export_speaker(settings_for(tmp_path, "resemblyzer-ge2e", models_dir=tmp_path / "blocked"))
+    err = capsys.readouterr().err
+    assert "resemblyzer-ge2e: cannot export it for onnxruntime" in err and "it will load with torch" in err

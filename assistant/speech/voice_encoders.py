@@ -4,7 +4,13 @@ The diarizer needs one thing from a speaker model: embeddings of 1.6 s windows s
 given rate, and which samples each window covers (`VoiceEncoder.windows`). Two backends give it,
 chosen by the format of the model `models.speaker` names (`encoder_spec`):
 
-- `resemblyzer`: Resemblyzer's GE2E LSTM (the default; its weights install from PyPI offline);
+- `resemblyzer`: Resemblyzer's GE2E LSTM (the default; its weights install from PyPI offline).
+  On a CPU it runs under onnxruntime (speech/ge2e.py): the mel spectrogram in numpy, the network
+  exported once with torch from the same weights into the models directory (`EncoderSpec.cache_dir`),
+  the same windows and embeddings (within 1e-6) without importing torch or librosa: loading it
+  and its first call take 0.1 s instead of 3 s, paid at every daemon start. Without a cache
+  directory, on a GPU, or where the export fails (said in a warning) it runs in torch through
+  Resemblyzer itself;
 - `onnx-speaker`: a WeSpeaker-style ONNX export (e.g. `voxceleb_resnet34_LM.onnx` from
   Wespeaker/wespeaker-voxceleb-resnet34-LM) that maps log-mel fbank features [batch, frames, 80]
   to embeddings [batch, dim]. The features are computed here in numpy as WeSpeaker's own
@@ -27,22 +33,22 @@ from typing import Any, Protocol
 import numpy as np
 
 from ..config import Settings
+from ..devices import pick_device
+from ..embed import export_dir
 from ..errors import ModelError
 from ..models import ResolvedModel, resolve
 from ..records import SAMPLE_RATE
+from .ge2e import DIM as GE2E_DIM
+from .ge2e import MIN_COVERAGE as _RESEMBLYZER_MIN_COVERAGE
+from .ge2e import OnnxGE2EEncoder, packaged_weights, prepare_onnx
 
 log = logging.getLogger(__name__)
 
 WINDOW_SECONDS = 1.6
 RESEMBLYZER = "resemblyzer"
 ONNX_SPEAKER = "onnx-speaker"
-RESEMBLYZER_DIM = 256
+RESEMBLYZER_DIM = GE2E_DIM
 KEY = "models.speaker"
-
-# Resemblyzer keeps a last window that is at least half speech and pads the rest with zeros; a
-# thinner last window would be mostly padding, and silence-padded windows of different voices
-# resemble each other.
-_RESEMBLYZER_MIN_COVERAGE = 0.5
 
 # Kaldi fbank as WeSpeaker's inference configures it: 25 ms Hamming frames every 10 ms at 16 kHz,
 # padded to a 512-point FFT, 80 mel bins from 20 Hz to Nyquist.
@@ -72,11 +78,13 @@ class VoiceEncoder(Protocol):
 @dataclass(frozen=True)
 class EncoderSpec:
     """Which speaker model to load and how: `format` is a backend name, `source` a local file or,
-    for ONNX, a hub `org/name:file.onnx` (None: Resemblyzer's packaged weights)."""
+    for ONNX, a hub `org/name:file.onnx` (None: Resemblyzer's packaged weights); `cache_dir` is
+    where a Resemblyzer model's ONNX export is kept (None: it runs in torch)."""
 
     format: str
     source: str | None = None
     device: str = "cpu"
+    cache_dir: Path | None = None
 
     @property
     def dim(self) -> int | None:
@@ -90,7 +98,7 @@ class EncoderSpec:
 @functools.lru_cache(maxsize=4)
 def _load(spec: EncoderSpec) -> VoiceEncoder:
     if spec.format == RESEMBLYZER:
-        return ResemblyzerEncoder(spec.source, spec.device)
+        return _load_resemblyzer(spec)
     if spec.format == ONNX_SPEAKER:
         if spec.source is None:
             raise ModelError(f"{KEY}: an ONNX speaker model needs a path to its .onnx file")
@@ -116,7 +124,9 @@ def encoder_spec(settings: Settings) -> EncoderSpec:
             f"file; run: assistant models install resemblyzer-ge2e (an ONNX speaker model on the hub is "
             f"named org/name:file.onnx)"
         )
-    return EncoderSpec(fmt, model.source, settings.diarization.device)
+    # Only Resemblyzer's weights are exported; an ONNX speaker model is one already.
+    cache_dir = export_dir(settings.models_dir) if fmt == RESEMBLYZER else None
+    return EncoderSpec(fmt, model.source, settings.diarization.device, cache_dir)
 
 
 def _unit_rows(x: np.ndarray) -> np.ndarray:
@@ -131,6 +141,30 @@ def _cuda_wanted(device: str, available: bool, what: str) -> bool:
 
 
 # --- Resemblyzer -------------------------------------------------------------------------------
+
+
+def onnx_export(spec: EncoderSpec) -> tuple[Path, Path] | None:
+    """The Resemblyzer weights `spec` runs under onnxruntime and the directory their export goes in;
+    None where it runs with torch: another format, no cache directory, a GPU, or no weights file
+    (whose error torch's loader gives, saying how to install them)."""
+    if spec.format != RESEMBLYZER or spec.cache_dir is None or pick_device(spec.device) != "cpu":
+        return None
+    weights = Path(spec.source) if spec.source is not None else packaged_weights()
+    return (weights, spec.cache_dir) if weights is not None and weights.is_file() else None
+
+
+def _load_resemblyzer(spec: EncoderSpec) -> VoiceEncoder:
+    if (export := onnx_export(spec)) is not None:
+        weights, cache_dir = export
+        try:
+            path = prepare_onnx(weights, cache_dir)
+            log.info("loading the speaker encoder %s with onnxruntime", weights)
+            return OnnxGE2EEncoder(path, weights)
+        # onnxruntime's errors derive from Exception alone; whatever fails here (no onnx package,
+        # an unwritable models directory, a failed export) the same weights still load with torch.
+        except Exception as exc:  # noqa: BLE001
+            log.warning("cannot run the speaker encoder under onnxruntime (%s); loading it with torch", exc)
+    return ResemblyzerEncoder(spec.source, spec.device)
 
 
 class ResemblyzerEncoder:
