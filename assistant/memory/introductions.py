@@ -23,6 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ..records import Evidence, NameSuggestion, Speaker, Utterance
+from .speakers import MAX_NAME_CHARS
 
 # A greeting may open the line, to the room at most ("Hi everyone, this is Sam"); "Everyone, this
 # is Priya" introduces someone to the room.
@@ -53,7 +54,6 @@ _NOT_NAMES = frozenset(
 # What a line must hold to be read at all: the store looks these up (case aside) before any
 # pattern runs, so a long archive is not read line by line.
 FRAGMENTS = ("name is", "i'm", "i\u2019m", "i am", "this is", "here", "speaking")
-_MAX_NAME_CHARS = 100  # a speaker's name is at most this long (memory/speakers.py)
 
 
 def introduced_names(text: str) -> list[str]:
@@ -81,7 +81,7 @@ def _name(text: str, m: re.Match[str]) -> str | None:
     after = text[m.start("name") + len(name) :]
     if re.match(r"['\u2019]s\b", after) or name.endswith(("'s", "\u2019s")):
         return None  # "I'm Sam's brother": someone else's name
-    return name[:_MAX_NAME_CHARS].rstrip("'\u2019-")
+    return name[:MAX_NAME_CHARS].rstrip("'\u2019-")
 
 
 @dataclass

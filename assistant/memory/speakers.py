@@ -22,6 +22,7 @@ from ..store.store import Store
 
 # The largest id SQLite can hold; a larger number names nobody.
 MAX_ID = 2**63 - 1
+MAX_NAME_CHARS = 100
 
 
 def find(store: Store, key: str | int) -> Speaker:
@@ -44,8 +45,8 @@ def check_name(name: str) -> str:
     clean = " ".join((name or "").split())
     if not clean:
         raise InputError("a speaker's name cannot be empty")
-    if len(clean) > 100:
-        raise InputError(f"a speaker's name is at most 100 characters; got {len(clean)}")
+    if len(clean) > MAX_NAME_CHARS:
+        raise InputError(f"a speaker's name is at most {MAX_NAME_CHARS} characters; got {len(clean)}")
     return clean
 
 
