@@ -28,7 +28,6 @@ from .daemon.service_cli import service
 from .errors import AssistantError, InputError, ModelError
 from .records import (
     NOT_RUNNING,
-    SAMPLE_RATE,
     Answer,
     Digest,
     ForgetFilter,
@@ -693,11 +692,12 @@ def models_status(ctx: click.Context, verify: bool) -> None:
 @main.group(invoke_without_command=True)
 @click.pass_context
 def speakers(ctx: click.Context) -> None:
-    """List the voices the memory knows, with how much each has said; name and merge them."""
+    """List the voices the memory knows: how much each has said, the seconds of recording enrolled
+    for it, and how surely its recent speech matched it; enroll, name and merge them."""
     if ctx.invoked_subcommand is not None:
         return
     with _service(ctx) as service:
-        _print_speakers(service.speakers())
+        _print_speakers(service.speakers(), _settings(ctx).diarization.match_threshold)
         alike = service.merge_suggestions()
         names = service.name_suggestions()
     for m in alike:
@@ -713,15 +713,32 @@ def speakers(ctx: click.Context) -> None:
         )
 
 
-def _print_speakers(found: list[Speaker]) -> None:
+def _print_speakers(found: list[Speaker], match_threshold: float) -> None:
     if not found:
         click.echo("no speakers yet")
         return
-    click.echo(f"{'id':>4}  {'name':<24} {'utterances':>10} {'speech':>9}  voice")
+    click.echo(f"{'id':>4}  {'name':<24} {'utterances':>10} {'speech':>9}  {'voice':<16} match")
     for sp in found:
-        voice = "enrolled" if sp.enrolled else ("learned" if sp.voice is not None else "-")
-        minutes, seconds = divmod(round(sp.speech_seconds), 60)
-        click.echo(f"{sp.id:>4}  {sp.name:<24} {sp.utterances:>10} {minutes:>5}m{seconds:02d}s  {voice}")
+        if sp.enrolled:
+            # Voices enrolled before the seconds were kept, or imported from an older export, show none.
+            voice = f"enrolled {_minutes(sp.enrolled_seconds)}" if sp.enrolled_seconds else "enrolled"
+        else:
+            voice = "learned" if sp.voice is not None else "-"
+        match = f"{sp.match_cosine:.2f} of {sp.match_utterances}" if sp.match_cosine is not None else "-"
+        click.echo(
+            f"{sp.id:>4}  {sp.name:<24} {sp.utterances:>10} {_minutes(sp.speech_seconds):>9}  {voice:<16} {match}"
+        )
+    if any(sp.match_cosine is not None for sp in found):
+        click.echo(
+            "match: how surely recent speech matched the voice, the median cosine of its last (up to 20) "
+            f"utterances to it; 1.00 is the same voice, under {match_threshold:.2f} (diarization.match_threshold) "
+            "no match"
+        )
+
+
+def _minutes(seconds: float) -> str:
+    minutes, secs = divmod(round(seconds), 60)
+    return f"{minutes}m{secs:02d}s"
 
 
 @speakers.command("name")
@@ -799,22 +816,24 @@ def speakers_lines(ctx: click.Context, speaker: str, limit: int) -> None:
 @click.argument("recording", type=click.Path(path_type=Path))
 @click.pass_context
 def speakers_enroll(ctx: click.Context, name: str, recording: Path) -> None:
-    """Teach the memory NAME's voice from RECORDING (that person alone; 5 seconds or more is best)."""
-    import numpy as np
-
-    from .audio.sources import open_source
-    from .listening import enroll
-    from .speech.diarize import diarizer_from_settings
+    """Teach the memory NAME's voice from RECORDING (that person alone: at least 5 seconds of speech,
+    about 20 is best). NAME may be an existing speaker's name or id, whose voice it adds to. A running
+    daemon enrolls it, and recognises the voice at once."""
+    from .daemon.client import DaemonClient
 
     settings = _settings(ctx)
-    with open_source(recording, settings.audio) as source:
-        blocks = [b.samples for b in source.blocks()]
-    samples = (np.concatenate(blocks) if blocks else np.zeros(0, np.int16)).astype(np.float32) / 32768.0
-    if len(samples) < SAMPLE_RATE:
-        raise InputError(f"{recording}: {len(samples) / SAMPLE_RATE:.1f} s of audio; enrolling needs at least 1 s")
-    with _open(ctx) as mem:
-        sp = enroll(mem, diarizer_from_settings(settings), name, samples)
-        click.echo(f"enrolled {sp.name!r} (speaker {sp.id}) from {len(samples) / SAMPLE_RATE:.1f} s of speech")
+    client = DaemonClient.connect(settings)
+    if client is not None:
+        with client:
+            sp = client.enroll(name, recording)
+    else:
+        from .listening import enroll, read_recording
+        from .speech.diarize import diarizer_from_settings
+
+        samples = read_recording(recording)
+        with _open(ctx) as mem:
+            sp = enroll(mem, diarizer_from_settings(settings), name, samples)
+    click.echo(f"enrolled {sp.name!r} (speaker {sp.id}): {_minutes(sp.enrolled_seconds)} of recording in all")
 
 
 def _when(value: str | None, option: str, zone: tzinfo) -> float | None:

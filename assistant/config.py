@@ -265,6 +265,7 @@ class DaemonOptions:
     idle_flush_seconds: float = _range(1.0, 86_400.0)
     quiet_hours: list[str]
     max_question_seconds: float = _range(1.0, 3600.0)
+    enroll_seconds: float = _range(5.0, 600.0)
     tcp: TcpOptions
 
 

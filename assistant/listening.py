@@ -13,14 +13,16 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 import numpy as np
 
+from .audio.files import FileSource
 from .audio.vad import speech_segments
 from .config import ReclusterOptions, Settings
-from .errors import AssistantError
+from .errors import AssistantError, InputError
 from .memory.api import Memory
-from .memory.speakers import check_name, is_automatic_name
+from .memory.speakers import is_automatic_name
 from .records import (
     SAMPLE_RATE,
     AudioBlock,
@@ -32,7 +34,7 @@ from .records import (
     Utterance,
     Voiceprint,
 )
-from .speech.diarize import Diarizer, diarizer_from_settings
+from .speech.diarize import Diarizer, diarizer_from_settings, normalise_volume, voiced_mask
 from .speech.recluster import VoiceSample, plan_moves
 from .speech.transcribe import Transcriber, transcriber_from_settings
 
@@ -199,7 +201,8 @@ class Listener:
             if s.utterance_id in present and present[s.utterance_id].speaker in ids
         ]
         fixed = {sp.id for sp in current.values() if sp.enrolled or not is_automatic_name(sp.name)}
-        moves = plan_moves(samples, self.recluster_options, fixed, frozenset(self._pinned))
+        anchors = {i: current[i].voice for i in fixed if current[i].voice is not None}
+        moves = plan_moves(samples, self.recluster_options, fixed, frozenset(self._pinned), anchors)
         done: list[Relabelled] = []
         if moves:
             try:
@@ -285,19 +288,54 @@ class Listener:
 def load_voices(memory: Memory, diarizer: Diarizer) -> None:
     """The store's voices, as the diarizer knows them: ids are store ids as strings."""
     diarizer.load(
-        Voiceprint(str(sp.id), sp.name, sp.voice, sp.speech_seconds)
+        Voiceprint(str(sp.id), sp.name, sp.voice, sp.speech_seconds, sp.enrolled)
         for sp in memory.speakers()
         if sp.voice is not None and np.any(sp.voice)
     )
 
 
-def enroll(memory: Memory, diarizer: Diarizer, name: str, samples: np.ndarray) -> Speaker:
-    """Teach the memory a named voice from a recording of that person alone.
+# Less speech than this makes a voice its owner matches less surely: Resemblyzer's authors build
+# voices from 5 to 30 s, and the diarizer's matching thresholds were calibrated on longer speech.
+MIN_ENROLL_SPEECH_SECONDS = 5.0
+# A recording of one person alone runs seconds to minutes; a longer file is most likely something
+# else (a whole meeting), and would be decoded whole and embedded on the daemon's writer thread.
+MAX_ENROLL_SECONDS = 600.0
 
-    An existing speaker of that name (or id) gains the speech; otherwise a speaker is created.
+
+def speech_seconds(samples: np.ndarray) -> float:
+    """How much of a 16 kHz float32 recording is speech, as the diarizer finds it (pauses are cut
+    out before a voice is embedded)."""
+    if len(samples) == 0:
+        return 0.0
+    return float(voiced_mask(normalise_volume(samples)).sum()) / SAMPLE_RATE
+
+
+def enroll(memory: Memory, diarizer: Diarizer, name: str, samples: np.ndarray) -> Speaker:
+    """Teach the memory a named voice from a recording of that person alone (16 kHz float32).
+
+    An existing speaker of that name (or id) gains the speech; otherwise a speaker is created. A
+    recording with less than `MIN_ENROLL_SPEECH_SECONDS` of speech is refused, saying how much it held.
     """
-    name = check_name(name)
+    name = memory.enrollment_name(name)
+    recorded, speech = len(samples) / SAMPLE_RATE, speech_seconds(samples)
+    if speech < MIN_ENROLL_SPEECH_SECONDS:
+        raise InputError(
+            f"too short to enroll {name!r}: {speech:.1f} s of speech in {recorded:.1f} s recorded; "
+            f"enrolling needs at least {MIN_ENROLL_SPEECH_SECONDS:.0f} s of them speaking (about 20 s is best)"
+        )
     existing = memory.find_speaker(int(name) if name.isdigit() else name)
     load_voices(memory, diarizer)
     voice = diarizer.enroll(str(existing.id) if existing else name, samples)
-    return memory.enroll(name, voice.centroid, voice.seconds, len(samples) / SAMPLE_RATE)
+    return memory.enroll(name, voice.centroid, voice.seconds, recorded)
+
+
+def read_recording(path: str | Path) -> np.ndarray:
+    """A recording to enroll, whole, as 16 kHz float32 samples (any format and rate libsndfile reads)."""
+    with FileSource(path) as source:
+        if source.duration > MAX_ENROLL_SECONDS:
+            raise InputError(
+                f"{path}: {source.duration / 60:.1f} minutes long; a recording to enroll holds one person "
+                f"alone, at most {MAX_ENROLL_SECONDS / 60:.0f} minutes (about 20 s is best)"
+            )
+        blocks = [b.samples for b in source.blocks()]
+    return (np.concatenate(blocks) if blocks else np.zeros(0, np.int16)).astype(np.float32) / 32768.0

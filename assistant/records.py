@@ -129,6 +129,9 @@ class Voiceprint:
     name: str | None
     centroid: np.ndarray  # float32, shape (the speaker model's dim,): 256 for Resemblyzer; L2-normalised
     seconds: float
+    # Enrolled from a recording of the person alone: the centroid is theirs for certain, and
+    # unattended matches do not move it (a guest who sounds alike would drag it along).
+    enrolled: bool = False
 
     @property
     def label(self) -> str:
@@ -371,6 +374,10 @@ class Speaker:
     """Someone the memory knows: named by the user, or labelled ("Speaker 3") when first heard.
 
     `voice` is the centroid of their `Voiceprint`, which the diarizer matches speech against.
+    `enrolled_seconds` is how much recording of them alone was enrolled. `match_cosine` says how
+    surely their recent speech matched their voice: the median cosine between the voice and each
+    of their last `match_utterances` utterances heard with a voice (at most 20; None when there are
+    none, or no voice); 1 is the same voice, and below `diarization.match_threshold` is no match.
     """
 
     id: int
@@ -380,6 +387,9 @@ class Speaker:
     enrolled: bool = False
     # The centroid of the speaker's voice embeddings; None for speakers only known from text.
     voice: np.ndarray | None = field(default=None, repr=False, compare=False, metadata=LOCAL)
+    enrolled_seconds: float = 0.0
+    match_cosine: float | None = None
+    match_utterances: int = 0
 
 
 # --- what a user of the memory gets back (the `MemoryService` operations) -----------------------
@@ -744,8 +754,10 @@ class SpokenQuestion:
 
 @dataclass(frozen=True)
 class RecordingState:
-    """A push-to-talk recording as the recording indicator shows it."""
+    """A push-to-talk recording as the recording indicator shows it; `purpose` is what it is for
+    ("question" or "enrollment"), None when nothing is recorded."""
 
     recording: bool
     seconds: float
     level_dbfs: float | None
+    purpose: str | None = None

@@ -25,6 +25,8 @@ from assistant.bench.speech_scoring import oracle_attribution, turn_delays
 from assistant.bench.synth_conversation import Line, Pacing, Recording, SpokenTurn, build_recording
 from assistant.bench.synth_speech import ToolMissing, check_tools
 from assistant.cli import main
+from assistant.errors import InputError
+from assistant.records import SAMPLE_RATE
 
 from .conftest import MODELS_DIR
 
@@ -324,3 +326,41 @@ def test_the_matrix_hears_a_speaker_set_and_scores_it(tmp_path):
     assert summary["attribution_median"] == pytest.approx(only["attribution"], abs=5e-4)  # 4 digits against 3
     assert 0 < summary["chain_rtf"] < 1
     assert "| f3/gb-f4 | female pair | 2 of 2 |" in out_md.read_text()
+
+
+def test_enrolling_is_refused_without_the_matrix(tmp_path):
+    data = locomo_file(tmp_path / "talks.json", {"talk-1": DIALOGUE})
+    code, out = bench(tmp_path, "--data", str(data), "--enrolled", "20")
+    assert code == 4 and "--enrolled and --alone-minutes apply to the voice matrix" in out
+
+
+def test_a_household_is_enrolled_from_lines_no_set_speaks_and_the_guest_is_left_out(tmp_path):
+    from assistant.bench.voice_matrix import enrolled_labels, enrollment_speech
+    from assistant.bench.voice_matrix_sets import SETS
+
+    trio = next(s for s in SETS if s.pattern == "guest")
+    assert enrolled_labels(trio) == ("A", "B") and enrolled_labels(SETS[0]) == ("A", "B")
+    source = [f"This is enrollment line number {i} for the test, spoken slowly and clearly." for i in range(40)]
+    speech = enrollment_speech(trio, 0, source, 4.0, tmp_path, seed=0)
+    assert sorted(speech) == ["Voice A", "Voice B"]
+    assert all(len(s) == 4 * SAMPLE_RATE for s in speech.values())
+    # Asked for more than the lines hold: refused by name, not heard short.
+    with pytest.raises(InputError, match="said only"):
+        enrollment_speech(trio, 0, source[:2], 3600.0, tmp_path, seed=0)
+
+
+def test_a_guest_is_found_when_their_words_go_to_a_voice_no_one_enrolled():
+    from types import SimpleNamespace
+
+    from assistant.bench.speech_metrics import Attribution, Match
+    from assistant.bench.voice_matrix import SetResult
+    from assistant.bench.voice_matrix_sets import SETS
+
+    def heard(mapping: tuple[Match, ...]) -> SetResult:
+        result = SimpleNamespace(attribution=Attribution(0.9, 10, 9, mapping))
+        online = Attribution(0.9, 10, 9, mapping)
+        return SetResult(SETS[8], 3, 3, result, None, online, ("A", "B"), "C")  # type: ignore[arg-type]
+
+    assert heard((Match("Voice A", "A"), Match("Voice B", "B"), Match("Speaker 3", "C"))).guest_found is True
+    assert heard((Match("Voice A", "A"), Match("Voice B", "C"))).guest_found is False  # taken for B
+    assert heard((Match("Voice A", "A"), Match("Voice B", "B"))).guest_found is False  # never heard apart

@@ -216,7 +216,12 @@ def test_push_to_talk_cancel_drops_the_recording(room: Room, conversation: list[
     with room.daemon.client() as c:
         stop = c.post("/push-to-talk/stop")
         assert stop.status_code == 400 and "not recording" in stop.json()["error"]
-        assert c.get("/push-to-talk").json() == {"recording": False, "seconds": 0.0, "level_dbfs": None}
+        assert c.get("/push-to-talk").json() == {
+            "recording": False,
+            "seconds": 0.0,
+            "level_dbfs": None,
+            "purpose": None,
+        }
         assert c.post("/push-to-talk/start").status_code == 200
         second = c.post("/push-to-talk/start")
         assert second.status_code == 400 and "already recording" in second.json()["error"]

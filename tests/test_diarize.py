@@ -134,7 +134,7 @@ def test_an_enrolled_voice_is_recognised_later(tiny: Transcriber, diarizer: Diar
             speak("I usually travel to Lisbon twice a year for the conference.", VOICE_B, workdir),
         ],
     )
-    assert enrolled.name == "Alice" and enrolled.label == "Alice" and enrolled.seconds > 5
+    assert enrolled.name == "Alice" and enrolled.label == "Alice" and enrolled.seconds > 5 and enrolled.enrolled
     assert enrolled.centroid.shape == (EMBEDDING_DIM,)
     assert np.linalg.norm(enrolled.centroid) == pytest.approx(1.0, abs=1e-5)
 
@@ -208,6 +208,10 @@ def test_matching_rules():
     d.load([Voiceprint("S1", None, e1, 1000.0)])
     d.assign(near, 1.0)
     assert np.allclose(d.speakers()[0].centroid, _unit(0.9 * e1 + 0.1 * near), atol=1e-6)
+    # An enrolled voice is matched but never moved: a guest who sounds alike must not drag it.
+    d.load([Voiceprint("S1", "Alice", e1, 20.0, enrolled=True)])
+    who, _ = d.assign(near, 3.0)
+    assert who.name == "Alice" and np.allclose(d.speakers()[0].centroid, e1) and d.speakers()[0].seconds == 20.0
 
     # Two speakers nearly as close: attributed to the better one, but neither learns from it.
     c2 = _unit(0.8 * e1 + 0.6 * e2)

@@ -103,7 +103,7 @@ def test_the_tui_accepts_a_suggested_name_with_one_key(tmp_path: Path) -> None:
 
     class Pane(App[None]):
         def compose(self) -> ComposeResult:
-            yield SpeakersPane(AsyncDaemonClient(d.socket), id="speakers-pane")
+            yield SpeakersPane(AsyncDaemonClient(d.socket), enroll_seconds=20, id="speakers-pane")
 
     async def scenario() -> None:
         app = Pane()
@@ -127,3 +127,19 @@ def test_the_tui_accepts_a_suggested_name_with_one_key(tmp_path: Path) -> None:
         asyncio.run(scenario())
         names = {s["name"] for s in d.status()["speakers"]}
     assert "Priya" in names and "Speaker 1" in names  # only the selected voice was renamed
+
+
+def test_the_tui_asks_for_suggestions_when_the_voices_change_not_with_every_line() -> None:
+    from dataclasses import replace
+
+    from assistant.records import Speaker
+    from assistant.tui.speakers import SUGGESTIONS_EVERY_SECONDS, suggestions_due
+
+    heard = (Speaker(1, "Speaker 1", 3, 4.0), Speaker(2, "Speaker 2", 5, 7.5))
+    one_more_line = (heard[0], replace(heard[1], utterances=6, speech_seconds=9.0))
+    assert not suggestions_due(heard, one_more_line, since_asked=1.0)
+    assert suggestions_due(heard, one_more_line, since_asked=SUGGESTIONS_EVERY_SECONDS)
+    assert suggestions_due(heard, (heard[0], replace(heard[1], name="Priya")), since_asked=1.0)
+    assert suggestions_due(heard, (*heard, Speaker(3, "Speaker 3", 1, 2.0)), since_asked=1.0)
+    assert suggestions_due(heard, heard[:1], since_asked=1.0)  # a merge
+    assert suggestions_due(heard, (heard[0], replace(heard[1], enrolled=True)), since_asked=1.0)

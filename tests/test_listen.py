@@ -148,4 +148,5 @@ def test_bad_recordings_are_refused_by_name(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "0 speech segments, 0 utterances remembered" in out.stdout
     out = run(["speakers", "enroll", "Alice", str(short)], tmp_path)
-    assert out.returncode == 4 and "enrolling needs at least 1 s" in out.stderr
+    assert out.returncode == 4 and "too short to enroll 'Alice': 0.0 s of speech in 0.3 s recorded" in out.stderr
+    assert "at least 5 s" in out.stderr

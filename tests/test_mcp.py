@@ -165,6 +165,9 @@ def test_search_and_transcript_keep_to_the_speaker_and_the_window(heard: DaemonP
     seen = talk(heard, scenario)
     everything, one = seen["everything"], seen["one"]
     assert len(seen["voices"]) >= 2 and sum(v["utterances"] for v in seen["voices"]) == len(everything)
+    # Heard voices, none enrolled: each says how surely its recent lines matched it.
+    assert one["enrolled_seconds"] == 0 and 0.5 < one["match_cosine"] <= 1.0
+    assert one["match_lines"] == min(one["utterances"], 20)
     assert {line["speaker"] for line in seen["search"]["lines"]} - {one["name"]}, "the search alone finds both"
     for key in ("search by name", "search by id"):
         lines = seen[key]["lines"]

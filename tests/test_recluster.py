@@ -133,3 +133,40 @@ def test_too_little_speech_changes_nothing(voices, options):
     samples = samples_of(voices, [CLOSE_A, CLOSE_B] * 5, {CLOSE_A: 1, CLOSE_B: 1})
     assert len(samples) < options.min_utterances
     assert plan_moves(samples, options, fixed=set()) == []
+
+
+def anchor_of(voices, voice: str) -> np.ndarray:
+    """A voice as enrolled: the unit mean of its utterances."""
+    mean = np.stack([e for e, _ in voices[voice]]).mean(axis=0)
+    return mean / np.linalg.norm(mean)
+
+
+def test_a_guest_heard_as_someone_enrolled_becomes_a_voice_of_their_own(voices, options):
+    order = [CLOSE_A, CLOSE_B] * 8
+    samples = samples_of(voices, order, {CLOSE_A: 1, CLOSE_B: 1})  # B, a guest, was matched to enrolled 1
+    b_ids = {s.utterance_id for s, v in zip(samples, order, strict=True) if v == CLOSE_B}
+    (move,) = plan_moves(samples, options, fixed={1}, anchors={1: anchor_of(voices, CLOSE_A)})
+    assert move.speaker_id is None and set(move.utterance_ids) == b_ids
+    # Whichever voice was enrolled keeps its own lines, however much the other said.
+    (move,) = plan_moves(samples, options, fixed={1}, anchors={1: anchor_of(voices, CLOSE_B)})
+    assert move.speaker_id is None and set(move.utterance_ids) == {s.utterance_id for s in samples} - b_ids
+
+
+def test_an_enrolled_voice_never_loses_lines_to_another_known_voice(voices, options):
+    order = [CLOSE_A, CLOSE_B] * 8
+    # Two of B's lines were matched to enrolled 1; the clustering puts them with speaker 2's.
+    samples = samples_of(voices, order, {CLOSE_A: 1, CLOSE_B: 2})
+    samples = [dataclasses.replace(s, speaker_id=1) if i in (3, 7) else s for i, s in enumerate(samples)]
+    assert plan_moves(samples, options, fixed=set()) != []
+    assert plan_moves(samples, options, fixed={1}, anchors={1: anchor_of(voices, CLOSE_A)}) == []
+
+
+def test_lines_of_an_unnamed_voice_in_an_enrolled_voices_cluster_join_it(voices, options):
+    order = [CLOSE_A, CLOSE_B] * 8
+    samples = samples_of(voices, order, {CLOSE_A: 1, CLOSE_B: 1})
+    # Two of A's lines founded an unnamed voice online: by speech held, that voice would win A's
+    # cluster (speaker 1 holds more of B's); the enrolled voice's anchor says the cluster is 1's.
+    samples = [dataclasses.replace(s, speaker_id=3) if i in (0, 2) else s for i, s in enumerate(samples)]
+    b_ids = {s.utterance_id for s, v in zip(samples, order, strict=True) if v == CLOSE_B}
+    moves = plan_moves(samples, options, fixed={1}, anchors={1: anchor_of(voices, CLOSE_A)})
+    assert sorted((m.speaker_id or 0, m.utterance_ids) for m in moves) == [(0, tuple(sorted(b_ids))), (1, (100, 102))]

@@ -323,3 +323,107 @@ def test_speakers_command_shows_merge_suggestions(tmp_path):
         f"perhaps one voice: {ids['Speaker 1']} 'Speaker 1' and {ids['Speaker 3']} 'Speaker 3' (cosine 1.00); "
         f"if so: assistant speakers merge {ids['Speaker 1']} {ids['Speaker 3']}"
     ) in out.stdout
+
+
+def _at_cosine(cosine: float) -> np.ndarray:
+    """A unit voice embedding whose cosine to `_voice(0)` is `cosine`."""
+    return (cosine * _voice(0) + np.sqrt(1 - cosine**2) * _voice(1)).astype(np.float32)
+
+
+def test_enrolled_seconds_add_up_and_follow_a_merge(mem):
+    alice = mem.enroll("Alice", _voice(0), 10.0, 10.4)
+    assert alice.enrolled and alice.enrolled_seconds == pytest.approx(10.4)
+    again = mem.enroll("Alice", _voice(0), 20.0, 9.6)
+    assert again.id == alice.id and again.enrolled_seconds == pytest.approx(20.0)
+    # By id: the same speaker gains the recording.
+    assert mem.enroll(str(alice.id), _voice(0), 25.0, 5.0).enrolled_seconds == pytest.approx(25.0)
+    mem.enroll("Bob", _voice(1), 6.0, 6.0)
+    assert mem.merge_speakers("Alice", "Bob").enrolled_seconds == pytest.approx(31.0)
+    listed = {sp.name: sp for sp in mem.speakers()}
+    assert listed["Alice"].enrolled_seconds == pytest.approx(31.0)
+    assert all(listed[f"Speaker {n}"].enrolled_seconds == 0 for n in (1, 2, 3))
+
+
+def test_an_enrollment_name_is_checked_and_digits_name_only_an_existing_speaker(mem):
+    with pytest.raises(InputError, match="cannot be empty"):
+        mem.enrollment_name("   ")
+    with pytest.raises(InputError, match="at most 100 characters"):
+        mem.enrollment_name("x" * 101)
+    with pytest.raises(InputError, match="no speaker 4711: a name of digits alone is read as a speaker's id"):
+        mem.enrollment_name("4711")
+    two = mem.find_speaker("Speaker 2")
+    assert mem.enrollment_name(str(two.id)) == str(two.id)
+    assert mem.enrollment_name("  Ana   Lima ") == "Ana Lima"
+
+
+def test_recent_match_is_the_median_cosine_of_the_last_20_lines_heard_with_a_voice(mem):
+    store = mem.store
+    two = mem.find_speaker("Speaker 2")
+    one = mem.find_speaker("Speaker 1")
+    # 25 more lines of Speaker 2, heard with a voice: the oldest five sound nothing like it, the newest
+    # twenty at known cosines; two newer lines still came without one (typed, or imported).
+    newest = [0.6 + 0.02 * i for i in range(20)]
+    with store.atomic():
+        store.set_voice(two.id, _voice(0), 60.0)
+        store.set_voice(one.id, _voice(1), 30.0)
+        for i, cosine in enumerate([0.0] * 5 + newest):
+            said = mem.add("Speaker 2", f"Line {i} of the long talk about the quarterly numbers.", T0 + 1000 + i)
+            store.set_utterance_voice(said.archived[0].id, _at_cosine(cosine), 2.0)
+        mem.add("Speaker 2", "A typed line after them.", T0 + 2000)
+        mem.add("Speaker 2", "And one more.", T0 + 2001)
+    listed = {sp.name: sp for sp in mem.speakers()}
+    two = listed["Speaker 2"]
+    assert two.match_utterances == 20
+    assert two.match_cosine == pytest.approx(float(np.median(newest)), abs=1e-3)
+    # A voice with no line heard in it, and a speaker with no voice: nothing to say.
+    assert (listed["Speaker 1"].match_cosine, listed["Speaker 1"].match_utterances) == (None, 0)
+    assert listed["Speaker 3"].voice is None and listed["Speaker 3"].match_cosine is None
+    # One speaker looked up says the same as the listing.
+    assert store.find_speaker(two.id).match_cosine == two.match_cosine
+
+
+def test_speakers_enrolled_before_the_seconds_were_kept_get_them_from_the_audit(tmp_path):
+    data = tmp_path / "data"
+    mem = open_memory(data)
+    mem.enroll("Alice", _voice(0), 10.0, 12.0)
+    mem.enroll("Alice", _voice(0), 18.0, 8.0)
+    mem.enroll("Bob", _voice(1), 5.0, 5.5)
+    db = mem.store.db
+    # Back to schema 5: undo what migration 0006 made.
+    db.execute("ALTER TABLE speakers DROP COLUMN enrolled_seconds")
+    db.execute("DROP INDEX utterances_speaker_time")
+    db.execute("CREATE INDEX utterances_speaker ON utterances(speaker_id)")
+    db.execute("DELETE FROM migrations WHERE name = '0006_enrolled_seconds'")
+    db.execute("PRAGMA user_version = 5")
+    mem.close()
+    with open_memory(data) as upgraded:
+        listed = {sp.name: sp.enrolled_seconds for sp in upgraded.speakers()}
+    assert listed == {"Alice": pytest.approx(20.0), "Bob": pytest.approx(5.5)}
+
+
+def test_speakers_command_shows_enrolled_seconds_and_how_surely_recent_lines_matched(tmp_path):
+    from .test_cli import run
+
+    with open_memory(tmp_path / "data") as mem:
+        mem.add_many([Utterance(s, t, T0 + 30 * i) for i, (s, t) in enumerate(LINES)])
+        store = mem.store
+        alice = mem.enroll("Alice", _voice(2), 21.0, 21.4)
+        two = mem.find_speaker("Speaker 2")
+        with store.atomic():
+            store.set_voice(two.id, _voice(0), 9.0)
+            for u, cosine in zip(store.speaker_utterances(two.id), (0.7, 0.8, 0.9), strict=True):
+                store.set_utterance_voice(u.id, _at_cosine(cosine), 3.0)
+    out = run(["speakers"], tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert re.search(rf"{alice.id}\s+Alice\s+0\s+0m21s\s+enrolled 0m21s\s+-\n", out.stdout), out.stdout
+    assert re.search(r"Speaker 2\s+3\s+0m09s\s+learned\s+0\.80 of 3\n", out.stdout), out.stdout
+    assert re.search(r"Speaker 3\s+2\s+0m00s\s+-\s+-\n", out.stdout), out.stdout
+    assert "median cosine of its last (up to 20) utterances" in out.stdout
+    assert "under 0.75 (diarization.match_threshold) no match" in out.stdout
+    # An export carries the seconds enrolled, and an import restores them.
+    assert run(["export", str(tmp_path / "all.json")], tmp_path).returncode == 0
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    imported = run(["import", str(tmp_path / "all.json")], elsewhere)
+    assert imported.returncode == 0, imported.stderr
+    assert "enrolled 0m21s" in run(["speakers"], elsewhere).stdout

@@ -34,7 +34,7 @@ class Panes(App[None]):
 
     def compose(self) -> ComposeResult:
         yield MemoryPane(self.client, id="memory-pane")
-        yield SpeakersPane(self.client, zone=UTC, id="speakers-pane")
+        yield SpeakersPane(self.client, enroll_seconds=20, zone=UTC, id="speakers-pane")
         yield DigestPane(self.client, zone=UTC, id="digest-pane")
 
 

@@ -18,6 +18,7 @@ from textual.widgets import Input
 
 from assistant.bench.synth_speech import silence
 from assistant.tui.app import AssistantApp
+from assistant.tui.enroll import EnrollScreen
 
 from .daemon_helpers import DaemonProcess, daemon_config, kill_leftovers, running
 
@@ -104,6 +105,19 @@ class TestOffline:
             await _settle(pilot, lambda: type(app.screen).__name__ == "NoDaemonScreen")
             app.action_forget()
             await pilot.pause(0.3)
+            app.screen.set_focus(None)
+            await pilot.pause(0.2)
+
+        assert snap_compare(app, terminal_size=size, run_before=ready)
+
+    def test_enroll_dialog(self, snap_compare: Any, offline_config: Path, size: tuple[int, int]) -> None:
+        app = AssistantApp(offline_config)
+
+        async def ready(pilot: Pilot[Any]) -> None:
+            await _settle(pilot, lambda: type(app.screen).__name__ == "NoDaemonScreen")
+            app.push_screen(EnrollScreen(app.client, limit_seconds=20))
+            await pilot.pause(0.3)
+            app.screen.query_one("#enroll-name", Input).value = "Robin"
             app.screen.set_focus(None)
             await pilot.pause(0.2)
 

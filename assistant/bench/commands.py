@@ -358,6 +358,21 @@ def scale(
     "a monologue) instead of the two conversations.",
 )
 @click.option("--sets", default=None, help="With --matrix: comma-separated set numbers to hear (default: all).")
+@click.option(
+    "--enrolled",
+    "enrolled_seconds",
+    type=click.FloatRange(min=0.0),
+    default=0.0,
+    help="With --matrix: enroll each set's household first from this many seconds per voice (the last voice "
+    "of a set of three or more stays a guest). Default 0: nothing enrolled.",
+)
+@click.option(
+    "--alone-minutes",
+    type=click.FloatRange(min=0.0),
+    default=0.0,
+    help="With --matrix: afterwards, one voice talks alone this long; the chain must hear one voice. Default 0: "
+    "not heard.",
+)
 @_outputs
 @click.pass_context
 def speech(
@@ -373,6 +388,8 @@ def speech(
     keep_audio: Path | None,
     matrix: bool,
     sets: str | None,
+    enrolled_seconds: float,
+    alone_minutes: float,
     json_out: Path | None,
     md_out: Path | None,
 ) -> None:
@@ -390,8 +407,21 @@ def speech(
     path = data or default_data(settings)
     if path is None:
         raise InputError(f"no LoCoMo file at bench.locomo_data ({settings.bench.locomo_data}); pass --data FILE")
+    if (enrolled_seconds or alone_minutes) and not matrix:
+        raise InputError("--enrolled and --alone-minutes apply to the voice matrix: add --matrix")
     if matrix:
-        _voice_matrix(bench_settings(settings, stt, mode), path, turns or 24, seed, sets, keep_audio, json_out, md_out)
+        _voice_matrix(
+            bench_settings(settings, stt, mode),
+            path,
+            turns or 24,
+            seed,
+            sets,
+            keep_audio,
+            enrolled_seconds,
+            alone_minutes,
+            json_out,
+            md_out,
+        )
         return
     turns = turns or 40
     scripts = read_scripts(path, _csv(conversations), turns)
@@ -437,6 +467,8 @@ def _voice_matrix(
     seed: int,
     sets: str | None,
     keep_audio: Path | None,
+    enrolled_seconds: float,
+    alone_minutes: float,
     json_out: Path | None,
     md_out: Path | None,
 ) -> None:
@@ -461,6 +493,8 @@ def _voice_matrix(
         seed=seed,
         sets=chosen,
         audio_dir=keep_audio,
+        enrolled_seconds=enrolled_seconds,
+        alone_minutes=alone_minutes,
         progress=lambda label: click.echo(label, err=True),
     )
     _publish(matrix_json(run), matrix_markdown(run), json_out, md_out)

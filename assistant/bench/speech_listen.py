@@ -4,7 +4,7 @@ fresh memory, noting each utterance it files, when it filed it, and what each st
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -12,7 +12,7 @@ import numpy as np
 
 from ..audio.sources import open_source
 from ..config import Settings
-from ..listening import Heard, Listener
+from ..listening import Heard, Listener, enroll
 from ..memory.api import Memory
 from ..records import AudioBlock, Piece
 from ..speech.diarize import diarizer_from_settings
@@ -31,6 +31,8 @@ class HeardPiece:
     filed_at: float  # when it became searchable, on the recording's clock (real-time pass)
     # The unit voice embedding the diarizer attributed it by (None: too short to embed).
     voice: np.ndarray | None = field(default=None, compare=False, repr=False)
+    # Who the online pass said it was, before any re-clustering moved it ("" when not noted).
+    online: str = ""
 
 
 @dataclass(frozen=True)
@@ -101,8 +103,10 @@ def listen(
     start_time: float,
     realtime: bool,
     on_audio: Callable[[float], None] | None = None,
+    enrolled: Mapping[str, np.ndarray] | None = None,
 ) -> ListenPass:
-    """Run the whole chain on `recording` into a fresh memory at `data_dir`."""
+    """Run the whole chain on `recording` into a fresh memory at `data_dir`; the voices in
+    `enrolled` (name -> 16 kHz speech of that person alone) are enrolled first, as a user would."""
     settings = replace(settings, paths=replace(settings.paths, data_dir=str(data_dir)))
     clock0: float | None = None
 
@@ -120,6 +124,10 @@ def listen(
     ):
         listener = _Recorder(memory, transcriber, settings)
         listener.warm_up()
+        for name, samples in (enrolled or {}).items():
+            enroll(memory, listener.diarizer, name, samples)
+        if enrolled:
+            listener.reload_voices()
         report = listener.run(timed(source.blocks()), settings, on_audio=on_audio)
         names = {sp.id: sp.name for sp in memory.speakers()}
         # Who said each utterance in the end: the session's re-clustering may have moved it since.
@@ -133,6 +141,7 @@ def listen(
             f.heard.utterance.text,
             f.at - origin,
             f.piece.embedding,
+            f.heard.utterance.speaker,
         )
         for f in listener.filed
     )

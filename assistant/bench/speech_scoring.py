@@ -169,6 +169,15 @@ def score(
     )
 
 
+def attribution_of(recording: Recording, pieces: Sequence[HeardPiece], labels: Sequence[str]) -> Attribution:
+    """Attribution had each piece been given `labels[i]` instead of its final speaker: how a single
+    mechanism (the online pass alone, say) would have scored on the same words."""
+    w = _words(recording, pieces)
+    alignment = align(w.ref, w.hyp)
+    ref_speakers = [recording.turns[t].speaker for t in w.ref_turn]
+    return attribute(ref_speakers, [labels[p] for p in w.hyp_piece], alignment.ref_to_hyp)
+
+
 def oracle_attribution(recording: Recording, pieces: Sequence[HeardPiece]) -> Attribution | None:
     """Attribution if who said each utterance were known for every utterance but the one labelled:
     each utterance goes to the speaker whose other utterances' mean voice is nearest its own.

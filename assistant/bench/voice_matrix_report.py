@@ -28,6 +28,12 @@ class MatrixSummary:
     # of what is left (None when no set had a voice embedding).
     oracle_median: float | None
     oracle_worst: float | None
+    # The online pass's labels alone, before re-clustering: what the later mechanisms add.
+    online_median: float
+    online_worst: float
+    # With a household enrolled: sets with a guest, and those whose guest got a voice of their own.
+    guests: int
+    guests_found: int
     audio_seconds: float
     chain_rtf: float  # pooled: stage seconds over audio seconds, all sets
 
@@ -39,6 +45,7 @@ def summarise(run: MatrixRun) -> MatrixSummary:
     der = [s.result.der.der for s in run.sets]
     wer = [s.result.errors.wer for s in run.sets]
     oracle = [s.oracle.accuracy for s in run.sets if s.oracle is not None]
+    online = [s.online.accuracy for s in run.sets]
     stages = [s.result.listened.seconds for s in run.sets]
     audio = sum(st.audio for st in stages)
     chain = sum(st.chain for st in stages)
@@ -52,6 +59,10 @@ def summarise(run: MatrixRun) -> MatrixSummary:
         wer_median=statistics.median(wer),
         oracle_median=statistics.median(oracle) if oracle else None,
         oracle_worst=min(oracle) if oracle else None,
+        online_median=statistics.median(online),
+        online_worst=min(online),
+        guests=sum(s.guest is not None for s in run.sets),
+        guests_found=sum(bool(s.guest_found) for s in run.sets),
         audio_seconds=audio,
         chain_rtf=chain / audio if audio else 0.0,
     )
@@ -70,12 +81,14 @@ def matrix_json(run: MatrixRun) -> dict[str, Any]:
             "stt": run.stt,
             "turns": run.turns,
             "seed": run.seed,
+            "enrolled_seconds": run.enrolled_seconds,
             "collar": COLLAR_SECONDS,
             "seconds": _r(run.seconds, 1),
             "date": time.strftime("%Y-%m-%d", time.gmtime()),
             "machine": asdict(run.machine),
         },
         "summary": {k: _r(v, 4) if isinstance(v, float) else v for k, v in asdict(summary).items()},
+        "alone": asdict(run.alone) if run.alone is not None else None,
         "sets": [
             {
                 "name": s.speaker_set.name,
@@ -91,6 +104,10 @@ def matrix_json(run: MatrixRun) -> dict[str, Any]:
                 "wer": _r(s.result.errors.wer),
                 "attribution": _r(s.result.attribution.accuracy),
                 "oracle_attribution": _r(s.oracle.accuracy) if s.oracle is not None else None,
+                "online_attribution": _r(s.online.accuracy),
+                "enrolled": list(s.enrolled),
+                "guest": s.guest,
+                "guest_found": s.guest_found,
                 "der": _r(s.result.der.der),
                 "der_missed": _r(s.result.der.missed / s.result.der.speech if s.result.der.speech else 0.0),
                 "der_confusion": _r(s.result.der.confusion / s.result.der.speech if s.result.der.speech else 0.0),
@@ -106,28 +123,40 @@ def _chain_rtf(st: StageSeconds) -> float:
     return st.chain / st.audio if st.audio else 0.0
 
 
+def _yes_no(x: bool | None) -> str:
+    return "-" if x is None else ("yes" if x else "no")
+
+
 def _maybe(x: float | None) -> str:
     return f"{x:.3f}" if x is not None else "-"
 
 
 def matrix_markdown(run: MatrixRun) -> str:
     summary = summarise(run)
+    enrolled = run.enrolled_seconds > 0
+    mode = (
+        f"the household enrolled from {run.enrolled_seconds:g} s per voice (in sets of three or more the last "
+        "voice is a guest)"
+        if enrolled
+        else "nothing enrolled"
+    )
     rows = [
-        f"Voice matrix: {summary.sets} speaker sets, {run.turns} turns each, {run.stt}, seed {run.seed}, "
+        f"Voice matrix: {summary.sets} speaker sets, {run.turns} turns each, {run.stt}, seed {run.seed}, {mode}, "
         f"{summary.audio_seconds / 60:.1f} min of audio, {run.seconds / 60:.1f} min wall.",
         "",
-        "| set | what it tests | voices found | attribution | oracle | DER (collar 0.25 s) | confusion | missed | WER "
-        "| RTF |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| set | what it tests | voices found | online | attribution | oracle | DER (collar 0.25 s) | confusion "
+        "| missed | WER | RTF |" + (" guest found |" if enrolled else ""),
+        "|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if enrolled else ""),
     ]
     for s in run.sets:
         d = s.result.der
         confusion, missed = (d.confusion / d.speech, d.missed / d.speech) if d.speech else (0.0, 0.0)
         rows.append(
-            f"| {s.speaker_set.name} | {s.speaker_set.kind} | {s.found} of {s.speakers} | "
+            f"| {s.speaker_set.name} | {s.speaker_set.kind} | {s.found} of {s.speakers} | {s.online.accuracy:.3f} | "
             f"{s.result.attribution.accuracy:.3f} | {_maybe(s.oracle.accuracy if s.oracle else None)} | "
             f"{d.der:.3f} | {confusion:.3f} | {missed:.3f} | "
             f"{s.result.errors.wer:.3f} | {_chain_rtf(s.result.listened.seconds):.3f} |"
+            + (f" {_yes_no(s.guest_found)} |" if enrolled else "")
         )
     rows += [
         "",
@@ -135,9 +164,18 @@ def matrix_markdown(run: MatrixRun) -> str:
         "|---|---|",
         f"| speaker count exact | {summary.count_exact} of {summary.sets} |",
         f"| attribution median / worst | {summary.attribution_median:.3f} / {summary.attribution_worst:.3f} |",
+        f"| the online pass alone, median / worst | {summary.online_median:.3f} / {summary.online_worst:.3f} |",
         f"| oracle attribution median / worst | {_maybe(summary.oracle_median)} / {_maybe(summary.oracle_worst)} |",
         f"| DER median / worst | {summary.der_median:.3f} / {summary.der_worst:.3f} |",
         f"| WER median | {summary.wer_median:.3f} |",
         f"| chain real-time factor (pooled) | {summary.chain_rtf:.3f} |",
     ]
+    if summary.guests:
+        rows.append(f"| guests found as a voice of their own | {summary.guests_found} of {summary.guests} |")
+    if run.alone is not None:
+        a = run.alone
+        rows.append(
+            f"| one voice ({a.voice}) alone for {a.seconds / 60:.1f} min | {a.found} voice(s) in {a.pieces} "
+            "utterances |"
+        )
     return "\n".join(rows) + "\n"

@@ -239,6 +239,18 @@ class Calls:
         query = f"?{urlencode({'day': day})}" if day is not None else ""
         return Call("GET", f"/digest{query}", None, _one(Digest))
 
+    @staticmethod
+    def enroll(name: str, path: Path) -> Call[Speaker]:
+        # The daemon reads the file itself (a recording is far larger than a request body may be).
+        return Call("POST", "/speakers/enroll", {"name": name, "path": str(Path(path).resolve())}, _one(Speaker))
+
+    @staticmethod
+    def start_enrollment(name: str) -> Call[dict[str, str]]:
+        return Call("POST", "/speakers/enroll/start", {"name": name}, dict)
+
+    finish_enrollment = staticmethod(lambda: Call("POST", "/speakers/enroll/stop", None, _one(Speaker)))
+    cancel_enrollment = staticmethod(lambda: Call("POST", "/speakers/enroll/cancel", None, dict))
+
     recording = staticmethod(lambda: Call("GET", "/push-to-talk", None, _one(RecordingState)))
     start_recording = staticmethod(lambda: Call("POST", "/push-to-talk/start", None, dict))
     cancel_recording = staticmethod(lambda: Call("POST", "/push-to-talk/cancel", None, dict))
@@ -423,10 +435,14 @@ class DaemonClient:
     def digest(self, day: str | None = None) -> Digest:
         return self._send(Calls.digest(day))
 
-    # The daemon's own: the live transcript.
+    # The daemon's own: the live transcript, and enrolling a voice into the diarizer it runs.
     def utterances(self, recent: int = 0) -> Iterator[TranscriptEvent]:
         """The live transcript, after the newest `recent` utterances already stored."""
         return (event for event in self._stream(Calls.utterances(recent)) if event is not None)
+
+    def enroll(self, name: str, path: Path) -> Speaker:
+        """Enroll `name`'s voice from the recording at `path` (that person alone); recognised at once."""
+        return self._send(Calls.enroll(name, path))
 
 
 _END: Any = object()
@@ -570,7 +586,7 @@ class AsyncDaemonClient:
     async def digest(self, day: str | None = None) -> Digest:
         return await self._send(Calls.digest(day))
 
-    # The daemon's own: the live transcript and push-to-talk.
+    # The daemon's own: the live transcript, push-to-talk and enrolling a voice from the microphone.
     async def utterances(self, recent: int = 0) -> AsyncIterator[TranscriptEvent]:
         """The live transcript, after the newest `recent` utterances already stored."""
         async for event in self._stream(Calls.utterances(recent)):
@@ -583,6 +599,17 @@ class AsyncDaemonClient:
 
     async def start_recording(self) -> None:
         await self._send(Calls.start_recording())
+
+    async def start_enrollment(self, name: str) -> None:
+        """Record `name`'s voice from the daemon's microphone (the name is checked first)."""
+        await self._send(Calls.start_enrollment(name))
+
+    async def finish_enrollment(self) -> Speaker:
+        """Stop recording the voice and enroll it; the speaker, with the seconds enrolled."""
+        return await self._send(Calls.finish_enrollment())
+
+    async def cancel_enrollment(self) -> None:
+        await self._send(Calls.cancel_enrollment())
 
     async def cancel_recording(self) -> None:
         await self._send(Calls.cancel_recording())

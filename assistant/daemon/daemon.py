@@ -12,9 +12,9 @@ to live-transcript subscribers) only after its transaction commits, so anything 
 has seen survives a crash. The LLM is shared by answers and distillation under one lock;
 distillation only ever waits for it, so questions never stall what is being heard.
 
-Push-to-talk (`push_to_talk.PushToTalk`), the quiet hours (`quiet_hours.QuietHours`) and config
-reload (`reload.SettingsReload`) are parts the daemon holds; the capture thread asks the first two
-about every block.
+Push-to-talk (`push_to_talk.PushToTalk`: a spoken question, or a voice to enroll), the quiet hours
+(`quiet_hours.QuietHours`) and config reload (`reload.SettingsReload`) are parts the daemon holds;
+the capture thread asks the first two about every block.
 """
 
 from __future__ import annotations
@@ -27,12 +27,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ..audio.base import AudioSource
 from ..audio.sources import open_source
 from ..audio.vad import speech_segments
 from ..config import Settings
 from ..errors import AssistantError, LLMUnreachable
-from ..listening import Heard, Listener
+from ..listening import Heard, Listener, enroll, read_recording
 from ..memory import archive
 from ..memory.api import Memory, TreeNode
 from ..memory.forget import ForgetPlan, ForgetReport
@@ -54,7 +56,7 @@ from ..records import (
     Utterance,
 )
 from .llm_health import LLMHealth
-from .push_to_talk import PushToTalk
+from .push_to_talk import ENROLLMENT, QUESTION, PushToTalk
 from .quiet_hours import QuietHours
 from .reload import needs_restart
 from .spool import Queued, SegmentQueue
@@ -96,7 +98,9 @@ class Daemon:
         self._source: AudioSource | None = None
         self._source_description = "microphone" if self.source_spec is None else str(self.source_spec)
         self.quiet_hours = QuietHours(settings.daemon.quiet_hours)
-        self.push_to_talk = PushToTalk(microphone=self.source_spec is None, transcribe=self._speech_to_text)
+        self.push_to_talk = PushToTalk(
+            microphone=self.source_spec is None, transcribe=self._speech_to_text, problem=self._source_problem
+        )
         self._paused_flag = settings.paused_flag
         self.paused = self._paused_flag.exists()
 
@@ -180,7 +184,7 @@ class Daemon:
             if self._stop.is_set():
                 return
             self._heard_until = block.start + block.duration
-            if self.push_to_talk.take(block.samples, self.settings.daemon.max_question_seconds):
+            if self.push_to_talk.take(block.samples):
                 continue
             if self.paused or self.quiet_hours.now():
                 continue
@@ -463,6 +467,39 @@ class Daemon:
             return result
 
         return self.writer.call(change)
+
+    # --- push-to-talk: a spoken question, or a voice to enroll ----------------------------------
+
+    def start_question(self) -> None:
+        self.push_to_talk.start(QUESTION, limit_seconds=self.settings.daemon.max_question_seconds)
+
+    def start_enrollment(self, name: str) -> None:
+        """Record `name`'s voice from the microphone; the name is checked now, before they speak."""
+        checked = self.writer.call(self.memory.enrollment_name, name)
+        self.push_to_talk.start(ENROLLMENT, limit_seconds=self.settings.daemon.enroll_seconds, name=checked)
+
+    def finish_enrollment(self) -> Speaker:
+        """Stop recording the voice and enroll it under the name it was started with."""
+        recorded = self.push_to_talk.finish(ENROLLMENT)
+        assert recorded.name is not None  # start_enrollment always names it
+        return self.enroll(recorded.name, recorded.samples)
+
+    def enroll_file(self, name: str, path: Path) -> Speaker:
+        """Enroll a voice from a recording on this machine (that person alone)."""
+        return self.enroll(name, read_recording(path))
+
+    def enroll(self, name: str, samples: np.ndarray) -> Speaker:
+        """Enroll `name`'s voice from 16 kHz float32 `samples`, and listen for it from now on."""
+
+        def learn() -> Speaker:
+            try:
+                return enroll(self.memory, self.listener.diarizer, name, samples)
+            finally:
+                # As after a rename: the diarizer matches voices by store id, and Whisper gets the
+                # names; a failed enrollment must not leave the diarizer a voice the store lacks.
+                self.listener.reload_voices()
+
+        return self.writer.call(learn)
 
     def _relabel(self, change: Callable[[], Speaker]) -> Speaker:
         speaker = change()

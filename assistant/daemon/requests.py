@@ -105,6 +105,13 @@ class SpeakerName(BaseModel):
     name: str = Field(min_length=1, max_length=200)
 
 
+class EnrollFile(BaseModel):
+    name: str = Field(
+        min_length=1, max_length=200, description="Whose voice: a new name, or an existing speaker's name or id."
+    )
+    path: str = Field(min_length=1, max_length=4096, description="A recording of that person alone, on this machine.")
+
+
 class SpeakerMerge(BaseModel):
     keep: str = Field(min_length=1, max_length=200, description="Id or name of the speaker who stays.")
     other: str = Field(min_length=1, max_length=200, description="Id or name of the speaker merged into it.")

@@ -110,6 +110,12 @@ class SpeakerView(BaseModel):
     utterances: int
     speech_seconds: float
     enrolled: bool = Field(description="Taught from a recording of that person alone")
+    enrolled_seconds: float = Field(description="Seconds of recording the voice was enrolled from")
+    match_cosine: float | None = Field(
+        description="How surely their recent lines matched their voice: the median cosine of their last "
+        "`match_lines` lines heard with a voice (1 = the same voice); null when none"
+    )
+    match_lines: int = Field(description="How many recent lines `match_cosine` is the median of")
 
     @classmethod
     def of(cls, speaker: Speaker) -> SpeakerView:
@@ -119,6 +125,9 @@ class SpeakerView(BaseModel):
             utterances=speaker.utterances,
             speech_seconds=round(speaker.speech_seconds, 1),
             enrolled=speaker.enrolled,
+            enrolled_seconds=round(speaker.enrolled_seconds, 1),
+            match_cosine=speaker.match_cosine,
+            match_lines=speaker.match_utterances,
         )
 
 

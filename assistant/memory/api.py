@@ -319,13 +319,28 @@ class Memory:
         if self.store.speaker_voice(speaker_id) is None:
             self.store.set_voice(speaker_id, centroid, seconds)
 
+    def enrollment_name(self, name: str) -> str:
+        """The name (or id) a voice is enrolled under, checked before anything is recorded: an
+        existing speaker's name or id adds to their voice, any other name makes a new speaker."""
+        name = speakers.check_name(name)
+        if name.isdigit():
+            try:
+                speakers.find(self.store, name)
+            except InputError:
+                raise InputError(
+                    f"no speaker {name}: a name of digits alone is read as a speaker's id; give a name"
+                ) from None
+        return name
+
     def enroll(self, name: str, centroid: np.ndarray, seconds: float, recorded_seconds: float) -> Speaker:
         """A named voice from a recording of that person alone: an existing speaker of that name (or id)
-        gains it, else one is created."""
+        gains it, else one is created. `recorded_seconds` adds to the speaker's `enrolled_seconds`."""
+        name = self.enrollment_name(name)
         with self.store.atomic():
             existing = self.store.find_speaker(int(name) if name.isdigit() else name)
             speaker_id = existing.id if existing else self.store.speaker_id(name)
             self.store.set_voice(speaker_id, centroid, seconds, enrolled=True)
+            self.store.add_enrolled_seconds(speaker_id, recorded_seconds)
             self.store.audit("enroll_speaker", {"speaker": speaker_id, "seconds": round(recorded_seconds, 1)})
             return speakers.find(self.store, speaker_id)
 
@@ -380,6 +395,7 @@ class Memory:
             self.store.delete_speaker(b.id)
             if voice is not None:
                 self.store.set_voice(a.id, voice, seconds, enrolled=a.enrolled or b.enrolled)
+            self.store.add_enrolled_seconds(a.id, b.enrolled_seconds)
             self._relabelled(a.id, b.name, a.name)
             self.store.audit("merge_speakers", {"kept": a.id, "merged": b.id})
         return speakers.find(self.store, a.id)

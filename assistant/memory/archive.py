@@ -69,6 +69,7 @@ def build_document(
             "voice": _voice(r.voice),
             "speech_seconds": r.speech_seconds,
             "enrolled": r.enrolled,
+            "enrolled_seconds": r.enrolled_seconds,
         }
         for r in archive_rows.speakers(db)
         if selection.everything or r.id in speaker_ids
@@ -286,6 +287,11 @@ def _check_shape(path: Path, doc: dict[str, Any]) -> None:
             for key, types in fields.items():
                 if not isinstance(item.get(key), types) or isinstance(item.get(key), bool):
                     raise InputError(f"{path}: {section}[{i}].{key}: missing or of the wrong type")
+    for i, s in enumerate(doc["speakers"]):
+        # Optional: exports written before it was kept have none.
+        seconds = s.get("enrolled_seconds", 0.0)
+        if not isinstance(seconds, int | float) or isinstance(seconds, bool) or not seconds >= 0:
+            raise InputError(f"{path}: speakers[{i}].enrolled_seconds: not a number of seconds")
     speakers = {s["id"] for s in doc["speakers"]}
     utterances = {u["id"] for u in doc["utterances"]}
     nodes = {n["id"]: n for n in doc["nodes"]}
@@ -312,6 +318,10 @@ def _check_shape(path: Path, doc: dict[str, Any]) -> None:
 
 
 # --- restoring -----------------------------------------------------------------------------------
+
+
+def _enrolled_seconds(speaker: dict[str, Any]) -> float:
+    return float(speaker.get("enrolled_seconds", 0.0))
 
 
 def store_is_empty(store: Store) -> bool:
@@ -349,7 +359,9 @@ def import_document(
                 existing_id, has_voice = existing
                 speaker_map[s["id"]] = existing_id
                 if not has_voice and voice is not None:
-                    archive_rows.give_voice(db, existing_id, voice, s["speech_seconds"], bool(s.get("enrolled")))
+                    archive_rows.give_voice(
+                        db, existing_id, voice, s["speech_seconds"], bool(s.get("enrolled")), _enrolled_seconds(s)
+                    )
                 continue
             speaker_map[s["id"]] = archive_rows.insert_speaker(
                 db,
@@ -360,6 +372,7 @@ def import_document(
                     voice,
                     s["speech_seconds"],
                     bool(s.get("enrolled")),
+                    _enrolled_seconds(s),
                 ),
             )
         for i, u in enumerate(utterances):

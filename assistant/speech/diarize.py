@@ -257,10 +257,10 @@ class Diarizer:
                 (s for s in self._speakers.values() if s.name == name_or_id), None
             )
             if found is None:
-                speaker = Voiceprint(self._new_id(), name_or_id, embedding, total)
+                speaker = Voiceprint(self._new_id(), name_or_id, embedding, total, enrolled=True)
             else:
                 mixed = found.centroid * found.seconds + embedding * total
-                speaker = replace(found, centroid=_unit(mixed), seconds=found.seconds + total)
+                speaker = replace(found, centroid=_unit(mixed), seconds=found.seconds + total, enrolled=True)
             self._speakers[speaker.id] = speaker
             return speaker
 
@@ -290,7 +290,7 @@ class Diarizer:
                 self._speakers[speaker.id] = speaker
                 log.debug("new speaker %s (best cosine %.3f, %.1f s)", speaker.id, best_sim, seconds)
                 return speaker, 1.0
-            if best_sim >= opts.match_threshold and best_sim - runner_up >= opts.margin:
+            if best_sim >= opts.match_threshold and best_sim - runner_up >= opts.margin and not best.enrolled:
                 # A young centroid rests on little speech: let it follow its speech as a running mean
                 # until centroid_weight takes over, so the first, possibly odd, piece does not define it.
                 weight = max(opts.centroid_weight, seconds / (best.seconds + seconds)) if seconds > 0 else 0.0

@@ -23,15 +23,20 @@ Nothing is revised before the window holds `min_utterances` long-enough utteranc
 one voice's lines can fall into two tight groups by chance (measured: a monologue's first eight
 lines split four and four at a silhouette of 0.70, above most real splits).
 
-Utterances of speakers a person named or enrolled, and utterances a person reassigned by hand,
-are never moved by this: a person's word outranks the clustering. They still take part, so the
-clusters around them are right.
+Utterances a person reassigned by hand never move: a person's word outranks the clustering. Nor
+do utterances of speakers a person named or enrolled move to another known voice. But a name or
+an enrollment vouches for a voice, not for every line the online pass matched to it: a guest who
+sounds like someone enrolled is matched to them online, since the match threshold cannot tell
+the two apart (measured on the voice matrix with the household enrolled: the trio's guest went to
+an enrolled voice). So where such a voice's utterances split into two clusters, the one nearest
+the voice as enrolled or learned (its anchor) stays theirs, whatever the speech counts say, and
+the other becomes a voice of its own.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -122,27 +127,40 @@ def cluster_voices(embeddings: np.ndarray, seconds: np.ndarray, options: Reclust
     return best
 
 
-def _match(labels: np.ndarray, speakers: Sequence[int], seconds: np.ndarray, k: int) -> dict[int, int | None]:
-    """Cluster -> the speaker holding most of its speech, one-to-one; None for a cluster nobody holds."""
+def _match(
+    labels: np.ndarray, speakers: Sequence[int], seconds: np.ndarray, k: int, home: Mapping[int, int]
+) -> dict[int, int | None]:
+    """Cluster -> the speaker holding most of its speech, one-to-one; None for a cluster nobody holds.
+    The speakers in `home` already have their cluster (speaker -> cluster) and take no other."""
     from scipy.optimize import linear_sum_assignment
 
-    known = sorted(set(speakers))
+    known = sorted(set(speakers) - set(home))
+    free = [c for c in range(k) if c not in home.values()]
     held = np.zeros((k, len(known)))
     for label, sp, s in zip(labels, speakers, seconds, strict=True):
-        held[label, known.index(sp)] += s
+        if sp in known:
+            held[label, known.index(sp)] += s
+    held = held[free]
     rows, cols = linear_sum_assignment(-held)
     out: dict[int, int | None] = dict.fromkeys(range(k))
+    out.update({c: sp for sp, c in home.items()})
     for r, c in zip(rows, cols, strict=True):
         if held[r, c] > 0:
-            out[int(r)] = known[c]
+            out[free[int(r)]] = known[c]
     return out
 
 
 def plan_moves(
-    samples: Sequence[VoiceSample], options: ReclusterOptions, fixed: set[int], pinned: frozenset[int] = frozenset()
+    samples: Sequence[VoiceSample],
+    options: ReclusterOptions,
+    fixed: set[int],
+    pinned: frozenset[int] = frozenset(),
+    anchors: Mapping[int, np.ndarray] | None = None,
 ) -> list[Move]:
-    """The reassignments re-clustering `samples` calls for; utterances of speakers in `fixed`, and the
-    utterances in `pinned` (a person put them where they are), stay put."""
+    """The reassignments re-clustering `samples` calls for. The utterances in `pinned` (a person put
+    them where they are) stay put; those of speakers in `fixed` (named or enrolled) move only to a
+    new voice, and only when the speaker's voice in `anchors` (unit centroid) is nearer another
+    cluster: without an anchor they stay put."""
     if not samples:
         return []
     long = [i for i, s in enumerate(samples) if s.seconds >= options.min_seconds]
@@ -164,7 +182,15 @@ def plan_moves(
     for i, s in enumerate(samples):
         if labels[i] < 0:
             labels[i] = int(np.argmax(centroids @ s.embedding))
-    owner = _match(labels, [s.speaker_id for s in samples], seconds_all, k)
+    # A named or enrolled voice is where its anchor is, not where most of its speech fell; two in
+    # one cluster cannot be told apart by the clustering, and the first keeps it.
+    home: dict[int, int] = {}
+    for speaker_id, anchor in (anchors or {}).items():
+        if speaker_id in fixed and any(s.speaker_id == speaker_id for s in samples):
+            c = int(np.argmax(centroids @ _unit(np.asarray(anchor, dtype=np.float32))))
+            if c not in home.values():
+                home[speaker_id] = c
+    owner = _match(labels, [s.speaker_id for s in samples], seconds_all, k, home)
     every = np.stack([s.embedding for s in samples]) * seconds_all[:, None]
     moves: list[Move] = []
     for c in range(k):
@@ -172,7 +198,10 @@ def plan_moves(
         ids = tuple(
             s.utterance_id
             for i, s in enumerate(samples)
-            if labels[i] == c and s.speaker_id != target and s.speaker_id not in fixed and s.utterance_id not in pinned
+            if labels[i] == c
+            and s.speaker_id != target
+            and s.utterance_id not in pinned
+            and (s.speaker_id not in fixed or (target is None and s.speaker_id in home and home[s.speaker_id] != c))
         )
         if not ids:
             continue

@@ -25,6 +25,7 @@ class SpeakerRow(NamedTuple):
     voice: bytes | None  # the float32 centroid as stored
     speech_seconds: float
     enrolled: bool
+    enrolled_seconds: float = 0.0  # exports made before it was kept have none
 
 
 class UtteranceRow(NamedTuple):
@@ -59,8 +60,10 @@ class PendingRow(NamedTuple):
 
 
 def speakers(db: Database) -> list[SpeakerRow]:
-    rows = db.all("SELECT id, name, created, voice, speech_seconds, enrolled FROM speakers ORDER BY id")
-    return [SpeakerRow(r[0], r[1], r[2], r[3], r[4], bool(r[5])) for r in rows]
+    rows = db.all(
+        "SELECT id, name, created, voice, speech_seconds, enrolled, enrolled_seconds FROM speakers ORDER BY id"
+    )
+    return [SpeakerRow(r[0], r[1], r[2], r[3], r[4], bool(r[5]), r[6]) for r in rows]
 
 
 def utterances(
@@ -116,18 +119,21 @@ def speaker_named(db: Database, name: str) -> tuple[int, bool] | None:
     return None if row is None else (row[0], row[1] is not None)
 
 
-def give_voice(db: Database, speaker_id: int, voice: bytes, speech_seconds: float, enrolled: bool) -> None:
+def give_voice(
+    db: Database, speaker_id: int, voice: bytes, speech_seconds: float, enrolled: bool, enrolled_seconds: float = 0.0
+) -> None:
     """Set a speaker's voice as a file has it (the bytes as they were stored)."""
     db.execute(
-        "UPDATE speakers SET voice = ?, speech_seconds = ?, enrolled = ? WHERE id = ?",
-        (voice, speech_seconds, int(enrolled), speaker_id),
+        "UPDATE speakers SET voice = ?, speech_seconds = ?, enrolled = ?, enrolled_seconds = ? WHERE id = ?",
+        (voice, speech_seconds, int(enrolled), enrolled_seconds, speaker_id),
     )
 
 
 def insert_speaker(db: Database, s: SpeakerRow) -> int:
     cursor = db.execute(
-        "INSERT INTO speakers (id, name, created, voice, speech_seconds, enrolled) VALUES (?, ?, ?, ?, ?, ?)",
-        (s.id, s.name, s.created, s.voice, s.speech_seconds, int(s.enrolled)),
+        "INSERT INTO speakers (id, name, created, voice, speech_seconds, enrolled, enrolled_seconds) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (s.id, s.name, s.created, s.voice, s.speech_seconds, int(s.enrolled), s.enrolled_seconds),
     )
     return int(cursor.lastrowid)
 

@@ -197,12 +197,34 @@ def _supersessions(db: Database) -> None:
     )
 
 
+def _enrolled_seconds(db: Database) -> None:
+    # How many seconds of recording were enrolled for a speaker, for `assistant speakers` to list.
+    # Speakers enrolled before this column existed get it from the audit, which recorded each
+    # enrollment's seconds under the speaker's id (what a merge brought in from another is lost).
+    # A speaker's recent utterances are read newest first to say how surely they matched their
+    # voice; (speaker_id, time) finds the last 20 without sorting all of a speaker's lines, and
+    # serves every lookup the index on speaker_id alone did.
+    run_script(
+        db,
+        """
+        ALTER TABLE speakers ADD COLUMN enrolled_seconds REAL NOT NULL DEFAULT 0 CHECK (enrolled_seconds >= 0);
+        UPDATE speakers SET enrolled_seconds = coalesce((
+            SELECT sum(json_extract(a.detail, '$.seconds')) FROM audit a
+            WHERE a.action = 'enroll_speaker' AND json_extract(a.detail, '$.speaker') = speakers.id
+        ), 0) WHERE enrolled = 1;
+        CREATE INDEX utterances_speaker_time ON utterances(speaker_id, time);
+        DROP INDEX utterances_speaker;
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[str, Callable[[Database], None]]] = [
     ("0001_initial_schema", _initial_schema),
     ("0002_speaker_voices", _speaker_voices),
     ("0003_memory_lines", _memory_lines),
     ("0004_utterance_voices", _utterance_voices),
     ("0005_supersessions", _supersessions),
+    ("0006_enrolled_seconds", _enrolled_seconds),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -27,6 +27,10 @@ from .window import recall_window, utterance_window
 # A node and everything under it, as the table `sub(id)`.
 _SUBTREE = "WITH RECURSIVE sub(id) AS (SELECT ? UNION ALL SELECT n.id FROM nodes n JOIN sub ON n.parent_id = sub.id) "
 _NODE_COLUMNS = "id, level, parent_id, text, tokens, frequency, last_access, created, start_time, end_time, relation"
+# How many of a speaker's newest utterances heard with a voice say how surely they matched it
+# (`Speaker.match_cosine`): enough for a median a stray line does not move, recent enough to
+# show a voice drifting (a cold, another microphone) or a wrong enrollment.
+RECENT_MATCHES = 20
 
 
 def _node(row: Any) -> Node:
@@ -172,10 +176,12 @@ class Store:
 
     def _speakers(self, where: str, params: tuple[object, ...]) -> list[Speaker]:
         rows = self.db.all(
-            "SELECT s.id, s.name, s.voice, s.speech_seconds, s.enrolled, "
+            "SELECT s.id, s.name, s.voice, s.speech_seconds, s.enrolled, s.enrolled_seconds, "
             f"(SELECT count(*) FROM utterances u WHERE u.speaker_id = s.id) AS n FROM speakers s {where} ORDER BY s.id",
             params,
         )
+        voices = {r["id"]: from_blob(r["voice"]).copy() for r in rows if r["voice"] is not None}
+        matches = self._recent_matches(voices)
         return [
             Speaker(
                 id=r["id"],
@@ -183,10 +189,45 @@ class Store:
                 utterances=r["n"],
                 speech_seconds=r["speech_seconds"],
                 enrolled=bool(r["enrolled"]),
-                voice=np.frombuffer(r["voice"], dtype=np.float32).copy() if r["voice"] is not None else None,
+                voice=voices.get(r["id"]),
+                enrolled_seconds=r["enrolled_seconds"],
+                match_cosine=matches[r["id"]][0] if r["id"] in matches else None,
+                match_utterances=matches[r["id"]][1] if r["id"] in matches else 0,
             )
             for r in rows
         ]
+
+    def _recent_matches(self, voices: dict[int, np.ndarray]) -> dict[int, tuple[float, int]]:
+        """Per speaker with a voice: the median cosine of their last `RECENT_MATCHES` utterances'
+        voice embeddings to it, and how many there were (speakers with none are left out).
+
+        One query for every speaker; the index on (speaker_id, time) reads each speaker's newest
+        lines first, so the cost stays flat however long the transcript grows (the speakers are
+        listed with every status poll)."""
+        if not voices:
+            return {}
+        ids = sorted(voices)
+        embeddings: dict[int, list[np.ndarray]] = {}
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            rows = self.db.all(
+                "SELECT s.id, v.embedding FROM speakers s JOIN utterance_voices v ON v.utterance_id IN ("
+                " SELECT u.id FROM utterances u WHERE u.speaker_id = s.id"
+                " AND EXISTS (SELECT 1 FROM utterance_voices w WHERE w.utterance_id = u.id)"
+                " ORDER BY u.time DESC, u.id DESC LIMIT ?)"
+                f" WHERE s.id IN ({','.join('?' * len(chunk))})",
+                (RECENT_MATCHES, *chunk),
+            )
+            for r in rows:
+                embeddings.setdefault(int(r[0]), []).append(from_blob(r[1]))
+        out: dict[int, tuple[float, int]] = {}
+        for sid, found in embeddings.items():
+            voice = voices[sid]
+            stacked = np.stack(found)
+            norms = np.linalg.norm(stacked, axis=1) * float(np.linalg.norm(voice))
+            cosines = stacked @ voice / np.where(norms > 0, norms, 1.0)
+            out[sid] = (round(float(np.median(cosines)), 3), len(found))
+        return out
 
     def set_voice(
         self, speaker_id: int, voice: np.ndarray, speech_seconds: float, *, enrolled: bool | None = None
@@ -194,6 +235,12 @@ class Store:
         self.db.execute(
             "UPDATE speakers SET voice = ?, speech_seconds = ?, enrolled = coalesce(?, enrolled) WHERE id = ?",
             (as_blob(voice), float(speech_seconds), None if enrolled is None else int(enrolled), speaker_id),
+        )
+
+    def add_enrolled_seconds(self, speaker_id: int, seconds: float) -> None:
+        self.db.execute(
+            "UPDATE speakers SET enrolled_seconds = enrolled_seconds + ? WHERE id = ?",
+            (max(0.0, float(seconds)), speaker_id),
         )
 
     def rename_speaker(self, speaker_id: int, name: str) -> None:

@@ -55,7 +55,7 @@ class AssistantApp(App[None]):
         Binding("escape", "cancel_recording", "Cancel", show=False, id="cancel_recording", tooltip="Drop it"),
         Binding("f2", "show_tab('chat')", "Chat", id="tab.chat", tooltip="Ask questions"),
         Binding("f3", "show_tab('memory')", "Memory", id="tab.memory", tooltip="Browse and prune the memory"),
-        Binding("f4", "show_tab('speakers')", "Speakers", id="tab.speakers", tooltip="Name and merge voices"),
+        Binding("f4", "show_tab('speakers')", "Speakers", id="tab.speakers", tooltip="Enroll, name and merge voices"),
         Binding("f5", "toggle_listening", "Pause/resume", id="listening", tooltip="Stop or start listening"),
         Binding("f6", "export", "Export", id="export", tooltip="Write the memory to a file"),
         Binding("f7", "forget", "Forget", id="forget", tooltip="Forget by speaker, time or words"),
@@ -101,7 +101,9 @@ class AssistantApp(App[None]):
             with TabPane("Memory", id="memory"):
                 yield MemoryPane(self.client, id="memory-pane")
             with TabPane("Speakers", id="speakers"):
-                yield SpeakersPane(self.client, zone=zone, id="speakers-pane")
+                yield SpeakersPane(
+                    self.client, enroll_seconds=settings.daemon.enroll_seconds, zone=zone, id="speakers-pane"
+                )
             with TabPane("Digest", id="digest"):
                 yield DigestPane(self.client, zone=zone, id="digest-pane")
         yield StatusBar("connecting…", id="status-bar")
@@ -259,6 +261,10 @@ class AssistantApp(App[None]):
             # Not the date box: there [ and ] would be typed, not step a day.
             self.main.query_one("#digest-body").focus()
 
+    def enroll_voice(self) -> None:
+        self.action_show_tab("speakers")
+        self.speakers_pane.action_enroll()
+
     def action_toggle_listening(self) -> None:
         self.toggle_listening()
 
@@ -292,8 +298,9 @@ class AssistantApp(App[None]):
             "Memory browser", "The scene > event > unit tree (F3)", lambda: self.action_show_tab("memory")
         )
         yield SystemCommand(
-            "Speakers", "Rename, identify and merge voices (F4)", lambda: self.action_show_tab("speakers")
+            "Speakers", "Enroll, rename, identify and merge voices (F4)", lambda: self.action_show_tab("speakers")
         )
+        yield SystemCommand("Enroll a voice", "Record someone and name them (F4, then e)", self.enroll_voice)
         yield SystemCommand("Pause or resume listening", "F5", self.action_toggle_listening)
         yield SystemCommand("Export the memory", "To a file, atomically (F6)", self.action_export)
         yield SystemCommand("Forget…", "By speaker, time or words, with a dry run (F7)", self.action_forget)

@@ -449,7 +449,10 @@ and since/until (2026-11-16 or 2026-11-16 14:00, local time); under each answer,
 limited to, including what was read from the question itself ("last week").
 **Memory** — *d* forgets the selected node and everything under it (after a confirmation);
 type in the filter box to show only matching nodes. The gauge is the memory's token budget.
-**Speakers** — *n* renames the selected voice, *w* shows what an unnamed voice said so you can
+**Speakers** — *e* enrolls a voice: type the name, and the person speaks for about 20 s into the
+daemon's microphone (Enter stops earlier, Escape cancels); they are recognised from then on. The
+table shows the seconds enrolled for each voice, and *match*, how surely its recent speech matched
+it. *n* renames the selected voice, *w* shows what an unnamed voice said so you can
 name them, *m* merges two labels that are one voice (voices that sound alike are suggested below
 the table). **F9** marks transcript lines said by someone else and gives them to the right person.
 **Digest** — a day's topics and the commitments made, each with the lines it rests on; *[* and

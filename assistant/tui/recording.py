@@ -1,4 +1,5 @@
-"""The push-to-talk indicator: a blinking REC, the time recorded, and a level meter."""
+"""The push-to-talk indicator: a blinking REC, the time recorded, and a level meter; under the chat
+for a spoken question, and in the enrollment dialog for a voice being recorded."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any
 
 from rich.text import Text
 from textual import work
+from textual.message import Message
 from textual.widgets import Static
 
 from ..daemon.client import AsyncDaemonClient
@@ -19,6 +21,7 @@ METER_FLOOR_DBFS = -60.0
 METER_CELLS = 12
 # While a question is recorded the indicator redraws and asks the daemon for its level this often.
 TICK_SECONDS = 0.25
+QUESTION_KEYS = "ctrl+t stops and asks · Escape cancels"
 
 
 def level_meter(level_dbfs: float | None) -> Text:
@@ -38,30 +41,41 @@ def level_meter(level_dbfs: float | None) -> Text:
     return meter
 
 
-def recording_line(elapsed: float, blink_on: bool, state: RecordingState | None, limit_seconds: float) -> Text:
-    """What the indicator says while a question is recorded; `state` is the daemon's last word."""
+def recording_line(
+    elapsed: float, blink_on: bool, state: RecordingState | None, limit_seconds: float, keys: str = QUESTION_KEYS
+) -> Text:
+    """What the indicator says while something is recorded; `state` is the daemon's last word, `keys`
+    the keys that stop and cancel it."""
     whole = int(elapsed)
     line = Text.assemble((f"{'●' if blink_on else '○'} REC {whole // 60}:{whole % 60:02d}", "bold red"), "  ")
     line.append_text(level_meter(state.level_dbfs if state else None))
     if state and state.seconds >= limit_seconds:
         line.append(f"  {limit_seconds:.0f} s limit reached", style="bold yellow")
-    line.append("  ctrl+t stops and asks · Escape cancels")
+    line.append(f"  {keys}")
     # One line: on a narrow terminal the key hints give way, never the time or the meter.
     line.no_wrap, line.overflow = True, "ellipsis"
     return line
 
 
 class RecordingIndicator(Static):
-    """One line above the question box while a question is recorded; hidden otherwise.
+    """One line while something is recorded (above the question box, or in the enrollment dialog);
+    hidden otherwise.
 
-    The chat says when recording starts and stops; the indicator keeps its own clock and asks
-    the daemon how loud the room is for the meter.
+    Its owner says when recording starts and stops; the indicator keeps its own clock and asks
+    the daemon how loud the room is for the meter, and how long the recording is, posting
+    `LimitReached` once the daemon has recorded `limit_seconds`.
     """
 
-    def __init__(self, client: AsyncDaemonClient, *, limit_seconds: float, **kwargs: Any) -> None:
+    class LimitReached(Message):
+        """The daemon has recorded as long as the recording may last."""
+
+    def __init__(
+        self, client: AsyncDaemonClient, *, limit_seconds: float, keys: str = QUESTION_KEYS, **kwargs: Any
+    ) -> None:
         super().__init__("", **kwargs)
         self.client = client
         self.limit_seconds = limit_seconds
+        self.keys = keys
         self.since: float | None = None  # time.monotonic() when recording started; None when not recording
         # The daemon's last word on the recording (its level and length), polled with each tick.
         self.state: RecordingState | None = None
@@ -83,7 +97,7 @@ class RecordingIndicator(Static):
             self.display = False
             return
         now = time.monotonic()
-        self.update(recording_line(now - self.since, int(now * 2) % 2 == 0, self.state, self.limit_seconds))
+        self.update(recording_line(now - self.since, int(now * 2) % 2 == 0, self.state, self.limit_seconds, self.keys))
         self.display = True
         self.poll_level()
 
@@ -95,4 +109,7 @@ class RecordingIndicator(Static):
         except AssistantError:
             return  # the status poll reports a lost daemon; the meter just stops moving
         if self.since is not None and state.recording:
+            reached = self.state is not None and self.state.seconds >= self.limit_seconds
             self.state = state
+            if state.seconds >= self.limit_seconds and not reached:
+                self.post_message(self.LimitReached())

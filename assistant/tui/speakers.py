@@ -1,10 +1,12 @@
-"""The speakers screen: who was heard and for how long; rename, who-is-this and merge through modals,
-the voices that sound alike, suggested for merging, and the names unnamed voices gave themselves
-("I'm Sam"), accepted with one key. The pane makes these calls to the daemon itself, and the
-corrections of who said what (F9) too."""
+"""The speakers screen: who was heard and for how long, the seconds enrolled for each voice and how
+surely its recent speech matched it; enroll (record a voice from the daemon's microphone), rename,
+who-is-this and merge through modals, the voices that sound alike, suggested for merging, and the
+names unnamed voices gave themselves ("I'm Sam"), accepted with one key. The pane makes these calls
+to the daemon itself, and the corrections of who said what (F9) too."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from datetime import tzinfo
 from typing import Any
@@ -20,6 +22,23 @@ from ..errors import AssistantError
 from ..records import MergeSuggestion, NameSuggestion, Speaker
 from .connection import DaemonChanged, said, taken_down
 from .dialogs import Correction, MergeScreen, NameScreen, ReassignScreen, WhoScreen
+from .enroll import EnrollScreen, enrolled_notice
+
+# Suggestions cost the daemon's writer thread a scan of the unnamed voices' lines (9 ms at 10,000
+# lines, growing with them), and the table changes with every line heard, which rarely changes a
+# suggestion. So they are asked for again when the voices change (new, renamed, merged, enrolled)
+# and otherwise at most this often: a name someone just gave themselves shows within it.
+SUGGESTIONS_EVERY_SECONDS = 30.0
+
+
+def voice_set(speakers: Sequence[Speaker]) -> tuple[tuple[int, str, bool], ...]:
+    """What the suggestions depend on, beside new lines: which voices there are and their names."""
+    return tuple((sp.id, sp.name, sp.enrolled) for sp in speakers)
+
+
+def suggestions_due(before: Sequence[Speaker], now: Sequence[Speaker], since_asked: float) -> bool:
+    """Ask the daemon for suggestions again? (`since_asked`: seconds since they were last asked for.)"""
+    return voice_set(before) != voice_set(now) or since_asked >= SUGGESTIONS_EVERY_SECONDS
 
 
 def speech_time(seconds: float) -> str:
@@ -27,8 +46,26 @@ def speech_time(seconds: float) -> str:
     return f"{minutes}:{secs:02d}"
 
 
+def enrolled_cell(sp: Speaker) -> str:
+    if not sp.enrolled:
+        return ""
+    # Enrolled before the seconds were kept (or imported from an older export): only that it was.
+    return speech_time(sp.enrolled_seconds) if sp.enrolled_seconds else "yes"
+
+
+def match_cell(sp: Speaker) -> str:
+    return f"{sp.match_cosine:.2f} ({sp.match_utterances})" if sp.match_cosine is not None else ""
+
+
 class SpeakersPane(Vertical):
     BINDINGS = [  # noqa: RUF012 (Textual reads it as a class attribute)
+        Binding(
+            "e",
+            "enroll",
+            "Enroll",
+            id="speakers.enroll",
+            tooltip="Record a voice from the microphone and name it: it is recognised from then on",
+        ),
         Binding("n", "rename", "Rename", id="speakers.rename", tooltip="Name the selected voice"),
         Binding("w", "who", "Who is this?", id="speakers.who", tooltip="What the selected voice said; name them"),
         Binding("m", "merge", "Merge", id="speakers.merge", tooltip="Merge two labels that are one voice"),
@@ -41,30 +78,40 @@ class SpeakersPane(Vertical):
         ),
     ]
 
-    def __init__(self, client: AsyncDaemonClient, *, zone: tzinfo | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self, client: AsyncDaemonClient, *, enroll_seconds: float, zone: tzinfo | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self.client = client
+        self.enroll_seconds = enroll_seconds  # how long a voice to enroll is recorded (daemon.enroll_seconds)
         self.zone = zone  # "who is this?" times lines in it (None = the system's)
         self.speakers: tuple[Speaker, ...] = ()
+        self._suggested_at = -SUGGESTIONS_EVERY_SECONDS  # time.monotonic() when last asked for
         self.suggestions: list[MergeSuggestion] = []
         self.names: list[NameSuggestion] = []
 
     def compose(self) -> ComposeResult:
         table: DataTable[str] = DataTable(id="speakers-table", cursor_type="row", zebra_stripes=True)
-        table.add_columns("id", "name", "utterances", "speech", "enrolled")
+        table.add_columns("id", "name", "utterances", "speech", "enrolled", "match")
         yield table
         yield Static("", id="merge-suggestions")
         yield Static("", id="name-suggestions")
-        yield Label("n rename · w who is this? · m merge two speakers · a accept a suggested name", classes="hint")
+        # Two lines that fit 80 columns; the help (F1) says more.
+        yield Label(
+            "e enroll · n rename · w who is this? · m merge · a accept a suggested name\n"
+            "match: median cosine of a voice's last 20 lines to it (1.00 = same voice)",
+            classes="hint",
+        )
 
     # --- what the status poll brings ----------------------------------------------------------
 
     def show_speakers(self, speakers: tuple[Speaker, ...]) -> None:
         if speakers == self.speakers:
             return  # the status poll repeats itself; redrawing would move the cursor
+        if suggestions_due(self.speakers, speakers, time.monotonic() - self._suggested_at):
+            self._suggested_at = time.monotonic()
+            self.load_suggestions()
         self.speakers = speakers
-        # A new voice, a merge or a move changes which voices sound alike.
-        self.load_suggestions()
         table = self.query_one(DataTable)
         row = table.cursor_row
         table.clear()
@@ -74,7 +121,8 @@ class SpeakersPane(Vertical):
                 sp.name,
                 str(sp.utterances),
                 speech_time(sp.speech_seconds),
-                "yes" if sp.enrolled else "",
+                enrolled_cell(sp),
+                match_cell(sp),
                 key=str(sp.id),
             )
         if speakers:
@@ -135,6 +183,16 @@ class SpeakersPane(Vertical):
         if not self.speakers or table.cursor_row < 0 or table.cursor_row >= len(self.speakers):
             return None
         return self.speakers[table.cursor_row]
+
+    # --- enrolling -----------------------------------------------------------------------------
+
+    def action_enroll(self) -> None:
+        def enrolled(speaker: Speaker | None) -> None:
+            if speaker is not None:
+                self.notify(enrolled_notice(speaker), title="Enrolled")
+                self.post_message(DaemonChanged())
+
+        self.app.push_screen(EnrollScreen(self.client, limit_seconds=self.enroll_seconds), enrolled)
 
     # --- renaming ------------------------------------------------------------------------------
 

@@ -1,4 +1,5 @@
-"""/push-to-talk: record a spoken question, then answer it as /ask does."""
+"""/push-to-talk: record a spoken question, then answer it as /ask does. The recording's state
+(GET /push-to-talk) is also that of a voice being enrolled (/speakers/enroll/start)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from starlette.concurrency import iterate_in_threadpool, run_in_threadpool
 
 from ...errors import AssistantError
 from ...records import RecordingState
+from ..push_to_talk import QUESTION
 from ..requests import Recall
 from .ndjson import NDJSON, answer_lines, line
 from .shared import ERRORS, DaemonDep
@@ -17,20 +19,23 @@ from .shared import ERRORS, DaemonDep
 router = APIRouter()
 
 
-@router.get("/push-to-talk", summary="The question being recorded: how long, and how loud just now")
+@router.get(
+    "/push-to-talk",
+    summary="What is being recorded (a question, or a voice to enroll): how long, and how loud just now",
+)
 async def ptt_state(daemon: DaemonDep) -> RecordingState:
     return daemon.push_to_talk.state()
 
 
 @router.post("/push-to-talk/start", summary="Record a spoken question (never stored)", responses=ERRORS)
 async def ptt_start(daemon: DaemonDep) -> dict[str, str]:
-    daemon.push_to_talk.start()
+    daemon.start_question()
     return {"state": "recording"}
 
 
 @router.post("/push-to-talk/cancel", summary="Drop the question being recorded", responses=ERRORS)
 async def ptt_cancel(daemon: DaemonDep) -> dict[str, str]:
-    daemon.push_to_talk.cancel()
+    daemon.push_to_talk.cancel(QUESTION)
     return {"state": "cancelled"}
 
 

@@ -1,22 +1,29 @@
-"""/speakers: the voices heard, naming and merging them, and correcting who said what."""
+"""/speakers: the voices heard, enrolling, naming and merging them, and correcting who said what."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 from starlette.concurrency import run_in_threadpool
 
+from ...listening import MIN_ENROLL_SPEECH_SECONDS
 from ...records import Evidence, MergeSuggestion, NameSuggestion, Reassignment, Speaker, Utterance
 from ...wire import to_json
-from ..requests import Reassign, SpeakerMerge, SpeakerName
+from ..push_to_talk import ENROLLMENT
+from ..requests import EnrollFile, Reassign, SpeakerMerge, SpeakerName
 from ..schema import model_of
 from .shared import ERRORS, DaemonDep
 
 router = APIRouter()
 
 
-@router.get("/speakers", response_model=list[model_of(Speaker)], summary="Voices heard, with how much each said")
+@router.get(
+    "/speakers",
+    response_model=list[model_of(Speaker)],
+    summary="Voices heard, with how much each said, the seconds enrolled, and how surely recent speech matched",
+)
 async def speakers(daemon: DaemonDep) -> Any:
     return to_json(await run_in_threadpool(daemon.speakers))
 
@@ -57,6 +64,43 @@ async def speaker_lines(key: str, daemon: DaemonDep, limit: Annotated[int, Query
 )
 async def name_speaker(key: str, body: SpeakerName, daemon: DaemonDep) -> Any:
     return to_json(await run_in_threadpool(daemon.rename_speaker, key, body.name))
+
+
+@router.post(
+    "/speakers/enroll",
+    response_model=model_of(Speaker),
+    summary="Enroll a voice from a recording of that person alone (a file on this machine); it is recognised at once",
+    responses=ERRORS,
+)
+async def enroll_file(body: EnrollFile, daemon: DaemonDep) -> Any:
+    return to_json(await run_in_threadpool(daemon.enroll_file, body.name, Path(body.path)))
+
+
+@router.post(
+    "/speakers/enroll/start",
+    summary="Record a voice to enroll from the microphone (never stored as conversation); the name is checked now",
+    responses=ERRORS,
+)
+async def enroll_start(body: SpeakerName, daemon: DaemonDep) -> dict[str, str]:
+    await run_in_threadpool(daemon.start_enrollment, body.name)
+    return {"state": "recording"}
+
+
+@router.post(
+    "/speakers/enroll/stop",
+    response_model=model_of(Speaker),
+    summary=f"Stop recording and enroll the voice (it needs {MIN_ENROLL_SPEECH_SECONDS:.0f} s of speech or more); "
+    "it is recognised at once",
+    responses=ERRORS,
+)
+async def enroll_stop(daemon: DaemonDep) -> Any:
+    return to_json(await run_in_threadpool(daemon.finish_enrollment))
+
+
+@router.post("/speakers/enroll/cancel", summary="Drop the voice being recorded", responses=ERRORS)
+async def enroll_cancel(daemon: DaemonDep) -> dict[str, str]:
+    daemon.push_to_talk.cancel(ENROLLMENT)
+    return {"state": "cancelled"}
 
 
 @router.post(
