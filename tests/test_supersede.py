@@ -253,3 +253,12 @@ def test_every_old_value_gives_its_place_to_the_current_one(tmp_path):
         assert [e.text for e in found.lines[0].history] == [first, second]
     finally:
         mem.close()
+
+
+def test_the_caches_stay_bounded_and_never_lose_a_line_the_call_needs():
+    tagger = ValueTagger(cache_limit=3)
+    first = tagger.values(["We paid 40 euros.", "The budget is 3,100."])
+    # Two new lines would take the cache past 3: it is emptied, and the line it held is tagged again.
+    again = tagger.values(["We paid 40 euros.", "It costs 55 now.", "The rent went up to 900."])
+    assert again[0] == first[0] and [v.key for v in again[2]] == ["900"]
+    assert len(tagger._cache) <= 3
