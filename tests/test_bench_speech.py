@@ -332,6 +332,9 @@ def test_enrolling_is_refused_without_the_matrix(tmp_path):
     data = locomo_file(tmp_path / "talks.json", {"talk-1": DIALOGUE})
     code, out = bench(tmp_path, "--data", str(data), "--enrolled", "20")
     assert code == 4 and "--enrolled and --alone-minutes apply to the voice matrix" in out
+    # Less than an enrollment takes is refused before any set is spoken.
+    code, out = bench(tmp_path, "--data", str(data), "--matrix", "--enrolled", "2")
+    assert code == 4 and "--enrolled 2: enrolling needs at least 5 s" in out
 
 
 def test_a_household_is_enrolled_from_lines_no_set_speaks_and_the_guest_is_left_out(tmp_path):

@@ -29,6 +29,7 @@ import soundfile as sf
 
 from ..config import Settings
 from ..errors import InputError
+from ..listening import MIN_ENROLL_SPEECH_SECONDS
 from ..records import SAMPLE_RATE
 from ..speech.transcribe import Transcriber, transcriber_from_settings
 from .host import Machine, machine
@@ -146,6 +147,8 @@ def run_matrix(
     least = max(2 * len(s.voices) for s in sets)
     if turns < least:
         raise InputError(f"--turns must be at least {least} for these sets (two turns per voice)")
+    if 0 < enrolled_seconds < MIN_ENROLL_SPEECH_SECONDS:
+        raise InputError(f"--enrolled {enrolled_seconds:g}: enrolling needs at least {MIN_ENROLL_SPEECH_SECONDS:g} s")
     source = spoken_lines(data)
     if len(source) < turns:
         raise InputError(f"{data}: {len(source)} spoken lines, fewer than --turns {turns}")
