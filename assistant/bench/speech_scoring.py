@@ -182,9 +182,10 @@ def oracle_attribution(recording: Recording, pieces: Sequence[HeardPiece]) -> At
     """Attribution if who said each utterance were known for every utterance but the one labelled:
     each utterance goes to the speaker whose other utterances' mean voice is nearest its own.
 
-    It measures the voice embeddings, not the clustering: no clustering of the same embeddings
-    can be expected to beat a nearest-voice rule that knows everyone else's speaker, so where this
-    is low the encoder is what limits attribution. An utterance's true speaker is the one who said
+    It measures the voice embeddings as stored, not the clustering: no clustering of the same
+    embeddings can be expected to beat a nearest-voice rule that knows everyone else's speaker, so
+    where this is low the embeddings limit attribution (the encoder, or a stored voice that is not
+    the utterance's own: a stretch of two people merged online). An utterance's true speaker is the one who said
     most of its recognised words; utterances with no voice embedding keep their true speaker (the
     oracle is, if anything, flattering). None when no utterance has a voice.
     """
