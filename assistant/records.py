@@ -755,9 +755,11 @@ class SpokenQuestion:
 @dataclass(frozen=True)
 class RecordingState:
     """A push-to-talk recording as the recording indicator shows it; `purpose` is what it is for
-    ("question" or "enrollment"), None when nothing is recorded."""
+    ("question" or "enrollment"), None when nothing is recorded; `limit_seconds` how long the daemon
+    lets it run (its own config's, which a client's may differ from)."""
 
     recording: bool
     seconds: float
     level_dbfs: float | None
     purpose: str | None = None
+    limit_seconds: float | None = None

@@ -221,6 +221,7 @@ def test_push_to_talk_cancel_drops_the_recording(room: Room, conversation: list[
             "seconds": 0.0,
             "level_dbfs": None,
             "purpose": None,
+            "limit_seconds": None,
         }
         assert c.post("/push-to-talk/start").status_code == 200
         second = c.post("/push-to-talk/start")

@@ -93,6 +93,8 @@ def test_voices_enrolled_from_the_microphone_and_from_a_file_name_what_they_say_
         assert c.post("/speakers/enroll/start", json={"name": "Robin"}).json() == {"state": "recording"}
         state = c.get("/push-to-talk").json()
         assert state["recording"] is True and state["purpose"] == "enrollment"
+        # The daemon's limit, which the TUI's indicator follows whatever its own config says.
+        assert state["limit_seconds"] == 20
         # The one microphone records one thing: a question neither starts nor stops meanwhile.
         refused = c.post("/push-to-talk/start")
         assert refused.status_code == 400 and "already recording a voice to enroll" in refused.json()["error"]
@@ -160,6 +162,7 @@ def test_a_recording_too_short_or_badly_named_is_refused_and_nothing_is_enrolled
             "seconds": 0.0,
             "level_dbfs": None,
             "purpose": None,
+            "limit_seconds": None,
         }
         # Cancelled: nothing enrolled either, and nothing left to stop.
         assert c.post("/speakers/enroll/start", json={"name": "Lee"}).status_code == 200
@@ -196,6 +199,7 @@ def test_an_enrollment_keeps_every_block_from_the_conversation_and_hands_them_ov
     with pytest.raises(InputError, match="recording a voice to enroll, not a question"):
         ptt.stop()
     assert ptt.state().purpose == "enrollment" and ptt.state().seconds == pytest.approx(0.09)
+    assert ptt.state().limit_seconds == 0.09  # the daemon's limit, which clients follow
     recorded = ptt.finish(ENROLLMENT)
     assert recorded.name == "Ana" and len(recorded.samples) == 3 * 480
     assert recorded.samples.dtype == np.float32 and recorded.samples[0] == pytest.approx(1000 / 32768)

@@ -25,11 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import soundfile as sf
 
 from ..config import Settings
 from ..errors import InputError
-from ..listening import MIN_ENROLL_SPEECH_SECONDS
+from ..listening import MIN_ENROLL_SPEECH_SECONDS, read_recording
 from ..records import SAMPLE_RATE
 from ..speech.transcribe import Transcriber, transcriber_from_settings
 from .host import Machine, machine
@@ -117,7 +116,7 @@ def enrollment_speech(
         name = f"set{index:02d}-enroll-{label}"
         recording = build_recording(lines, audio, name=name, seed=seed, voices={label: speaker_set.voices[v]})
         remove_parts(audio, name)
-        samples, _rate = sf.read(recording.path, dtype="float32")
+        samples = read_recording(recording.path)
         if len(samples) < seconds * SAMPLE_RATE:
             raise InputError(
                 f"--enrolled {seconds:g}: {speaker_set.name} voice {label} said only "

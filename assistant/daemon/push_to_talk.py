@@ -145,7 +145,11 @@ class PushToTalk:
         if recording is None:
             return RecordingState(recording=False, seconds=0.0, level_dbfs=None)
         return RecordingState(
-            recording=True, seconds=round(recording.seconds, 2), level_dbfs=recording.level(), purpose=recording.purpose
+            recording=True,
+            seconds=round(recording.seconds, 2),
+            level_dbfs=recording.level(),
+            purpose=recording.purpose,
+            limit_seconds=recording.limit_seconds,
         )
 
     def cancel(self, purpose: str = QUESTION) -> None:

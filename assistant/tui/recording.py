@@ -63,7 +63,7 @@ class RecordingIndicator(Static):
 
     Its owner says when recording starts and stops; the indicator keeps its own clock and asks
     the daemon how loud the room is for the meter, and how long the recording is, posting
-    `LimitReached` once the daemon has recorded `limit_seconds`.
+    `LimitReached` once the daemon has recorded as long as it allows (`limit`).
     """
 
     class LimitReached(Message):
@@ -91,13 +91,18 @@ class RecordingIndicator(Static):
         self.since = None
         self.tick()
 
+    @property
+    def limit(self) -> float:
+        """The daemon's limit once it has said it (its config rules), this client's until then."""
+        return self.state.limit_seconds if self.state and self.state.limit_seconds else self.limit_seconds
+
     def tick(self) -> None:
         if self.since is None:
             self.state = None
             self.display = False
             return
         now = time.monotonic()
-        self.update(recording_line(now - self.since, int(now * 2) % 2 == 0, self.state, self.limit_seconds, self.keys))
+        self.update(recording_line(now - self.since, int(now * 2) % 2 == 0, self.state, self.limit, self.keys))
         self.display = True
         self.poll_level()
 
@@ -109,7 +114,7 @@ class RecordingIndicator(Static):
         except AssistantError:
             return  # the status poll reports a lost daemon; the meter just stops moving
         if self.since is not None and state.recording:
-            reached = self.state is not None and self.state.seconds >= self.limit_seconds
+            reached = self.state is not None and self.state.seconds >= self.limit
             self.state = state
-            if state.seconds >= self.limit_seconds and not reached:
+            if state.seconds >= self.limit and not reached:
                 self.post_message(self.LimitReached())
