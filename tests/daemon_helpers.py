@@ -214,3 +214,21 @@ class Transcript:
 
     def close(self) -> None:
         self._client.close()
+
+
+@dataclass
+class MicRoom:
+    """A daemon on a fake microphone, with its live transcript read since it started; each test
+    file says how its people speak (`say`) and what it waits to hear."""
+
+    daemon: DaemonProcess
+    mic: Playlist
+    live: Transcript
+    recordings: Path
+
+    def play(self, wav: Path) -> None:
+        self.mic.wait_played(self.mic.play(wav))
+
+    def settled(self) -> None:
+        """Everything the segmenter has cut is transcribed and filed."""
+        self.daemon.wait_for(lambda s: s["idle"] and s["queued_segments"] == 0, "the queue to drain")

@@ -12,7 +12,6 @@ import json
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,7 @@ from assistant.bench.synth_speech import espeak, silence, sox
 from .daemon_helpers import (
     PART_ONE,
     VOICES,
-    DaemonProcess,
+    MicRoom,
     Transcript,
     daemon_config,
     kill_leftovers,
@@ -84,21 +83,12 @@ def say(directory: Path, who: str, text: str, *, tail: float, rate: int, channel
     return out
 
 
-@dataclass
-class Room:
+class Room(MicRoom):
     """The daemon, its fake microphone, and its live transcript, read since it started."""
-
-    daemon: DaemonProcess
-    mic: Playlist
-    live: Transcript
-    recordings: Path
 
     def say(self, who: str, text: str, *, tail: float = 1.5) -> Path:
         """A spoken sentence at the device's rate, with `tail` seconds of room silence after it."""
         return say(self.recordings, who, text, tail=tail, rate=RATE, channels=CHANNELS)
-
-    def play(self, wav: Path) -> None:
-        self.mic.wait_played(self.mic.play(wav))
 
     def heard(self, *keywords: str, timeout: float = 300) -> None:
         """Wait until an acknowledged utterance mentions all of `keywords`."""
@@ -107,10 +97,6 @@ class Room:
             lambda: f"an utterance with {keywords} (heard: {[e['text'] for e in self.live.events]})",
             timeout,
         )
-
-    def settled(self) -> None:
-        """Everything the segmenter has cut is transcribed and filed."""
-        self.daemon.wait_for(lambda s: s["idle"] and s["queued_segments"] == 0, "the queue to drain")
 
     def stored(self) -> dict[int, str]:
         return stored_utterances(self.daemon.data_dir)

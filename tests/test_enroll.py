@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,7 @@ from assistant.daemon.push_to_talk import ENROLLMENT, QUESTION, PushToTalk
 from assistant.errors import InputError
 
 from .cli_runner import assistant
-from .daemon_helpers import DaemonProcess, Transcript, daemon_config, kill_leftovers, make_recording
+from .daemon_helpers import MicRoom, Transcript, daemon_config, kill_leftovers, make_recording
 from .fake_portaudio import Playlist
 
 # Read aloud to enroll: about ten seconds of one voice.
@@ -35,18 +34,9 @@ def _no_daemon_left_behind() -> Iterator[None]:
     kill_leftovers()
 
 
-@dataclass
-class Room:
-    daemon: DaemonProcess
-    mic: Playlist
-    live: Transcript
-    recordings: Path
-
+class Room(MicRoom):
     def say(self, name: str, turns: list[tuple[str, str]]) -> Path:
         return make_recording(self.recordings / name, turns)
-
-    def play(self, wav: Path) -> None:
-        self.mic.wait_played(self.mic.play(wav))
 
     def heard(self, word: str, timeout: float = 300) -> dict[str, Any]:
         """The first acknowledged utterance with `word` in it."""
@@ -57,9 +47,6 @@ class Room:
                 return found[0]
             time.sleep(0.2)
         raise AssertionError(f"no utterance with {word!r}; heard {[e['text'] for e in self.live.events]}")
-
-    def settled(self) -> None:
-        self.daemon.wait_for(lambda s: s["idle"] and s["queued_segments"] == 0, "the queue to drain")
 
 
 @pytest.fixture(scope="module")
