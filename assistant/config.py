@@ -227,6 +227,7 @@ class ReclusterOptions:
     min_silhouette: float = _range(-1.0, 1.0)
     min_cluster_utterances: int = _range(1, 1000)
     min_cluster_seconds: float = _range(0.0, 3600.0)
+    min_agreement: float = _range(0.5, 1.0)
 
 
 @dataclass(frozen=True)

@@ -98,8 +98,9 @@ class Piece:
     `speaker` is the diarizer's id for the voice; `name` the name it was enrolled under, if any,
     at the time the piece was attributed. `similarity` is the cosine between the piece's voice
     and the speaker's centroid when it was matched (1.0 for the piece that created the speaker).
-    `embedding` is the unit voice embedding of the stretch of speech it was attributed from
-    (shared by the pieces of one stretch), which the session's re-clustering reads again later.
+    `embedding` is the unit voice embedding of the piece's own audio (its words' span), which the
+    session's re-clustering reads again later; the speaker was matched on the whole stretch of one
+    voice the piece lies in.
     """
 
     speaker: str

@@ -237,3 +237,28 @@ def test_a_missing_speaker_model_names_the_install_command(tmp_path):
         d.embed(np.zeros(SAMPLE_RATE, np.float32))
     with pytest.raises(InputError):
         Diarizer(None, options()).enroll("Bob", [])
+
+
+def test_each_line_keeps_the_voice_of_its_own_audio(tiny: Transcriber, diarizer: Diarizer, workdir):  # noqa: F811
+    first = speak("The Lisbon trip moves to May, so we should book the flights soon.", VOICE_A, workdir)
+    second = speak("That is fine with me, I will ask Sam to send the budget.", VOICE_B, workdir)
+    quiet, pause = (np.zeros(int(s * SAMPLE_RATE), np.float32) for s in (0.3, 0.5))
+    seg = segment(np.concatenate([quiet, first, pause, second, quiet]))
+    later = T0 + (len(quiet) + len(first) + len(pause)) / SAMPLE_RATE
+    a, b = diarizer.embed(first), diarizer.embed(second)
+    # The two people the online pass has not told apart yet: one learned voice between them, which
+    # both stretches match, so they are matched as one stretch.
+    mixed = (a + b) / np.linalg.norm(a + b)
+    diarizer.load([Voiceprint("S1", None, mixed, 60.0)])
+    transcripts = tiny.transcribe(segment(np.concatenate([quiet, first]))) + tiny.transcribe(
+        segment(np.concatenate([second, quiet]), later)
+    )
+
+    pieces = diarizer.diarize(seg, transcripts)
+
+    assert {p.speaker for p in pieces} == {"S1"}
+    mine = [p for p in pieces if p.end <= later]
+    theirs = [p for p in pieces if p.start >= later]
+    assert mine and theirs
+    assert all(float(p.embedding @ a) > float(p.embedding @ b) for p in mine)
+    assert all(float(p.embedding @ b) > float(p.embedding @ a) for p in theirs)

@@ -337,7 +337,16 @@ class Diarizer:
                 if left.id != right.id and c not in pauses:
                     c = self._refine(view, words, e1, e2, a, c, b)
                     turns[i], turns[i + 1] = (a, c, left, s1, e1), (c, b, right, s2, e2)
-        return _pieces(transcripts, turns, t0)
+            # Each line keeps the voice of its own audio, not of the stretch it was matched with:
+            # stretches that both matched one voice are merged, and when that voice is two people
+            # the online pass has not told apart yet, the merged stretch holds both. Re-clustering
+            # reads these voices; a line's own is one person's (voice matrix, BENCHMARKS.md).
+            return [
+                replace(piece, embedding=self._embedding(view, piece.start - t0, piece.end - t0))
+                if piece.embedding is not None and piece.words
+                else piece
+                for piece in _pieces(transcripts, turns, t0)
+            ]
 
     def _refine(
         self,
