@@ -120,7 +120,7 @@ def _fold_outliers(
     return np.array([voices.index(c) if c in voices else int(nearest[i]) for i, c in enumerate(labels)])
 
 
-def agreement(a: np.ndarray, b: np.ndarray) -> float:
+def _agreement(a: np.ndarray, b: np.ndarray) -> float:
     """The share of samples two labellings put together, under the best one-to-one matching of their labels."""
     from scipy.optimize import linear_sum_assignment
 
@@ -136,9 +136,10 @@ def cluster_voices(embeddings: np.ndarray, seconds: np.ndarray, options: Reclust
 
     Average linkage keeps one voice whole but cannot separate two close voices (it cuts off odd
     utterances first); Ward linkage separates them but also cuts one voice in two, at a silhouette
-    as high as a real pair's (0.10-0.31 against 0.24-0.38, measured on the voice matrix). A split
-    both find, cut for cut, is a property of the voices rather than of one linkage's bias: on the
-    matrix it kept every one of the 26 single voices whole and found the voices of 12 of 14 sets."""
+    as high as a real pair's (7 of the voice matrix's 26 single voices at 0.21-0.31, against
+    0.24-0.38 for real pairs). A split both find, cut for cut, is a property of the voices rather
+    than of one linkage's bias: offline it kept all 26 single voices whole, and the matrix found
+    the voices of 12 of 14 sets (BENCHMARKS.md)."""
     from scipy.cluster.hierarchy import fcluster, linkage
 
     n = len(embeddings)
@@ -161,7 +162,7 @@ def cluster_voices(embeddings: np.ndarray, seconds: np.ndarray, options: Reclust
     for mine, theirs in ((cuts[0], cuts[1]), (cuts[1], cuts[0])):
         for labels in mine:
             if not any(
-                other.max() == labels.max() and agreement(labels, other) >= options.min_agreement for other in theirs
+                other.max() == labels.max() and _agreement(labels, other) >= options.min_agreement for other in theirs
             ):
                 continue
             score = silhouette(distances, labels)
