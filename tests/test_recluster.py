@@ -181,6 +181,16 @@ def test_an_enrolled_voice_never_loses_lines_to_another_known_voice(voices, opti
     assert plan_moves(samples, options, fixed={1}, anchors={1: anchor_of(voices, CLOSE_A)}) == []
 
 
+def test_a_line_matched_to_the_wrong_enrolled_voice_goes_to_the_right_one(voices, options):
+    order = [CLOSE_A, CLOSE_B] * 8
+    # Both voices enrolled; online, two of B's lines matched A's enrollment.
+    samples = samples_of(voices, order, {CLOSE_A: 1, CLOSE_B: 2})
+    samples = [dataclasses.replace(s, speaker_id=1) if i in (3, 7) else s for i, s in enumerate(samples)]
+    anchors = {1: anchor_of(voices, CLOSE_A), 2: anchor_of(voices, CLOSE_B)}
+    moves = plan_moves(samples, options, fixed={1, 2}, anchors=anchors)
+    assert [(m.speaker_id, m.utterance_ids) for m in moves] == [(2, (103, 107))]
+
+
 def test_lines_of_an_unnamed_voice_in_an_enrolled_voices_cluster_join_it(voices, options):
     order = [CLOSE_A, CLOSE_B] * 8
     samples = samples_of(voices, order, {CLOSE_A: 1, CLOSE_B: 1})

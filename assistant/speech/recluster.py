@@ -208,8 +208,8 @@ def plan_moves(
 ) -> list[Move]:
     """The reassignments re-clustering `samples` calls for. The utterances in `pinned` (a person put
     them where they are) stay put; those of speakers in `fixed` (named or enrolled) move only to a
-    new voice, and only when the speaker's voice in `anchors` (unit centroid) is nearer another
-    cluster: without an anchor they stay put."""
+    new voice or to another fixed speaker anchored there, and only when the speaker's voice in
+    `anchors` (unit centroid) is nearer another cluster: without an anchor they stay put."""
     if not samples:
         return []
     long = [i for i, s in enumerate(samples) if s.seconds >= options.min_seconds]
@@ -232,7 +232,9 @@ def plan_moves(
         if labels[i] < 0:
             labels[i] = int(np.argmax(centroids @ s.embedding))
     # A named or enrolled voice is where its anchor is, not where most of its speech fell; two in
-    # one cluster cannot be told apart by the clustering, and the first keeps it.
+    # one cluster cannot be told apart by the clustering, and the first keeps it. Its lines in
+    # another cluster go to a new voice, or to the voice anchored there: between two voices a
+    # person vouched for, the anchors say which cluster is whose, not the online match.
     home: dict[int, int] = {}
     for speaker_id, anchor in (anchors or {}).items():
         if speaker_id in fixed and any(s.speaker_id == speaker_id for s in samples):
@@ -250,7 +252,10 @@ def plan_moves(
             if labels[i] == c
             and s.speaker_id != target
             and s.utterance_id not in pinned
-            and (s.speaker_id not in fixed or (target is None and s.speaker_id in home and home[s.speaker_id] != c))
+            and (
+                s.speaker_id not in fixed
+                or (s.speaker_id in home and home[s.speaker_id] != c and (target is None or home.get(target) == c))
+            )
         )
         if not ids:
             continue
