@@ -169,7 +169,7 @@ class Listener:
             speaker_id = known[piece.speaker]
             voice = next((s for s in self.diarizer.speakers() if s.id == str(speaker_id)), None)
             # Distillation (LLM calls) runs after the write, as everywhere else, not inside it.
-            speaker, said = self.memory.file_heard(
+            name, said = self.memory.file_heard(
                 speaker_id,
                 piece.text,
                 piece.start,
@@ -180,7 +180,7 @@ class Listener:
             self._window.append(VoiceSample(said.id, speaker_id, piece.embedding, seconds))
             self._unclustered_seconds += seconds
         # The stored utterance carries its id; a repeat of one already stored has none.
-        return Heard(speaker_id, said or Utterance(speaker.name, piece.text, piece.start), piece.similarity)
+        return Heard(speaker_id, said or Utterance(name, piece.text, piece.start), piece.similarity)
 
     # --- revising earlier labels -------------------------------------------------------------
 

@@ -24,6 +24,9 @@ from .fake_portaudio import Playlist
 # Put first on a daemon's PYTHONPATH, its sitecustomize fakes the microphone (see there).
 FAKE_MICROPHONE = Path(__file__).resolve().parent / "fake_microphone"
 
+# `GET /push-to-talk` while nothing is being recorded, for a question or a voice to enroll.
+NOT_RECORDING = {"recording": False, "seconds": 0.0, "level_dbfs": None, "purpose": None, "limit_seconds": None}
+
 # Two voices the diarizer tells apart (tests/test_listen.py measures it).
 VOICES = {"Sam": ("en-us", "-s", "160"), "Priya": ("en+f5", "-s", "145")}
 

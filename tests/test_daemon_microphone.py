@@ -21,6 +21,7 @@ import pytest
 from assistant.bench.synth_speech import espeak, silence, sox
 
 from .daemon_helpers import (
+    NOT_RECORDING,
     PART_ONE,
     VOICES,
     MicRoom,
@@ -202,13 +203,7 @@ def test_push_to_talk_cancel_drops_the_recording(room: Room, conversation: list[
     with room.daemon.client() as c:
         stop = c.post("/push-to-talk/stop")
         assert stop.status_code == 400 and "not recording" in stop.json()["error"]
-        assert c.get("/push-to-talk").json() == {
-            "recording": False,
-            "seconds": 0.0,
-            "level_dbfs": None,
-            "purpose": None,
-            "limit_seconds": None,
-        }
+        assert c.get("/push-to-talk").json() == NOT_RECORDING
         assert c.post("/push-to-talk/start").status_code == 200
         second = c.post("/push-to-talk/start")
         assert second.status_code == 400 and "already recording" in second.json()["error"]

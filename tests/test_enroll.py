@@ -18,7 +18,7 @@ from assistant.daemon.push_to_talk import ENROLLMENT, QUESTION, PushToTalk
 from assistant.errors import InputError
 
 from .cli_runner import assistant
-from .daemon_helpers import MicRoom, Transcript, daemon_config, kill_leftovers, make_recording
+from .daemon_helpers import NOT_RECORDING, MicRoom, Transcript, daemon_config, kill_leftovers, make_recording
 from .fake_portaudio import Playlist
 
 # Read aloud to enroll: about ten seconds of one voice.
@@ -144,13 +144,7 @@ def test_a_recording_too_short_or_badly_named_is_refused_and_nothing_is_enrolled
         assert reply.status_code == 400, reply.text
         error = reply.json()["error"]
         assert "too short to enroll 'Kim'" in error and "at least 5 s" in error, error
-        assert c.get("/push-to-talk").json() == {
-            "recording": False,
-            "seconds": 0.0,
-            "level_dbfs": None,
-            "purpose": None,
-            "limit_seconds": None,
-        }
+        assert c.get("/push-to-talk").json() == NOT_RECORDING
         # Cancelled: nothing enrolled either, and nothing left to stop.
         assert c.post("/speakers/enroll/start", json={"name": "Lee"}).status_code == 200
         assert c.post("/speakers/enroll/cancel").json() == {"state": "cancelled"}

@@ -298,21 +298,25 @@ class Memory:
         *,
         voice: tuple[np.ndarray, float] | None = None,
         said_with: tuple[np.ndarray, float] | None = None,
-    ) -> tuple[Speaker, Utterance | None]:
+    ) -> tuple[str, Utterance | None]:
         """One attributed piece of speech, in one transaction: the speaker's voice as the diarizer
-        knows it now (centroid, seconds), the utterance, and the voice it was said in. The stored
-        utterance carries its id; a repeat of one already stored gives None. Not distilled here."""
+        knows it now (centroid, seconds), the utterance, and the voice it was said in. Gives the
+        speaker's name and the stored utterance, which carries its id; a repeat of one already
+        stored gives None. Not distilled here.
+
+        Runs for every utterance heard: it reads the speaker's name alone, not a whole `Speaker`
+        (whose line count and match figure scan the speaker's lines)."""
         with self.store.atomic():
             if voice is not None:
                 self.store.set_voice(speaker_id, voice[0], voice[1])
-            speaker = self.store.find_speaker(speaker_id)
-            if speaker is None:
+            name = self.store.speaker_name(speaker_id)
+            if name is None:
                 raise InputError(f"no speaker with id {speaker_id}")
-            step = self.add(speaker.name, text, time, distill=False)
+            step = self.add(name, text, time, distill=False)
             said = step.archived[0] if step.archived else None
             if said is not None and said.id is not None and said_with is not None:
                 self.store.set_utterance_voice(said.id, said_with[0], said_with[1])
-        return speaker, said
+        return name, said
 
     def give_voice(self, speaker_id: int, centroid: np.ndarray, seconds: float) -> None:
         """A voice for a speaker who has none yet (one the re-clustering just made)."""

@@ -169,6 +169,11 @@ class Store:
         """Every speaker's name (without counting their speech, which scans the archive)."""
         return [r[0] for r in self.db.all("SELECT name FROM speakers ORDER BY id")]
 
+    def speaker_name(self, speaker_id: int) -> str | None:
+        """A speaker's name by id, without what a `Speaker` counts (its lines, how surely they matched)."""
+        row = self.db.one("SELECT name FROM speakers WHERE id = ?", (speaker_id,))
+        return str(row[0]) if row is not None else None
+
     def find_speaker(self, key: str | int) -> Speaker | None:
         """A speaker by id (a number) or by exact name."""
         found = self._speakers("WHERE s.id = ?" if isinstance(key, int) else "WHERE s.name = ?", (key,))
