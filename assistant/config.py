@@ -14,6 +14,7 @@ import types
 import typing
 from dataclasses import dataclass, field
 from datetime import tzinfo
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -216,6 +217,20 @@ class SttOptions:
     hotwords: tuple[str, ...] = field(metadata={"check": _check_hotwords})
 
 
+def _check_edges(edges: tuple[float, ...]) -> str | None:
+    if not edges or any(b <= a for a, b in pairwise(edges)) or edges[0] < 0:
+        return "must be one or more increasing pauses in seconds, e.g. [0.2, 0.6, 1.5]"
+    return None
+
+
+@dataclass(frozen=True)
+class SequenceOptions:
+    enabled: bool
+    concentration: float = _range(0.0, 1000.0)
+    full_seconds: float = _range(0.1, 60.0)
+    gap_edges: tuple[float, ...] = field(metadata={"check": _check_edges})
+
+
 @dataclass(frozen=True)
 class ReclusterOptions:
     enabled: bool
@@ -228,6 +243,7 @@ class ReclusterOptions:
     min_cluster_utterances: int = _range(1, 1000)
     min_cluster_seconds: float = _range(0.0, 3600.0)
     min_agreement: float = _range(0.5, 1.0)
+    sequence: SequenceOptions
 
 
 @dataclass(frozen=True)

@@ -177,7 +177,7 @@ class Listener:
                 said_with=(piece.embedding, seconds) if piece.embedding is not None else None,
             )
         if said is not None and said.id is not None and piece.embedding is not None and self.recluster_options.enabled:
-            self._window.append(VoiceSample(said.id, speaker_id, piece.embedding, seconds))
+            self._window.append(VoiceSample(said.id, speaker_id, piece.embedding, seconds, piece.start))
             self._unclustered_seconds += seconds
         # The stored utterance carries its id; a repeat of one already stored has none.
         return Heard(speaker_id, said or Utterance(name, piece.text, piece.start), piece.similarity)

@@ -68,10 +68,12 @@ def samples_of(voices, order: list[str], speaker_of: dict[str, int]) -> list[Voi
     """Interleave the voices' utterances as a conversation would, labelled as `speaker_of` says."""
     taken = {v: 0 for v in voices}
     out = []
+    clock = 0.0
     for i, voice in enumerate(order):
         embedding, seconds = voices[voice][taken[voice]]
         taken[voice] += 1
-        out.append(VoiceSample(100 + i, speaker_of[voice], embedding, seconds))
+        out.append(VoiceSample(100 + i, speaker_of[voice], embedding, seconds, clock))
+        clock += seconds + 0.8
     return out
 
 
@@ -208,9 +210,87 @@ def test_two_close_voices_beside_an_odd_utterance_are_split(voices, diarizer, op
     odd = speak("Sorry, wrong room, I was looking for the dentist.", ODD_VOICE, tmp_path)
     order = [CLOSE_A, CLOSE_B] * 8
     samples = samples_of(voices, order, {CLOSE_A: 1, CLOSE_B: 1})
-    samples.insert(5, VoiceSample(99, 1, diarizer.embed(odd), len(odd) / SAMPLE_RATE))
+    at = samples[4].start + samples[4].seconds + 0.4
+    samples.insert(5, VoiceSample(99, 1, diarizer.embed(odd), len(odd) / SAMPLE_RATE, at))
     moves = plan_moves(samples, options, fixed=set())
     a_ids = {100 + i for i, v in enumerate(order) if v == CLOSE_A}
     b_ids = {100 + i for i, v in enumerate(order) if v == CLOSE_B}
     assert len(moves) == 1
     assert set(moves[0].utterance_ids) - {99} in (a_ids, b_ids)
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    return (v / np.linalg.norm(v)).astype(np.float32)
+
+
+def _talk(rng: np.random.Generator, four: list[np.ndarray], noise: float) -> list[VoiceSample]:
+    """60 lines of 3 s from four voices in a random order, each labelled with its own speaker (1-4)."""
+    samples, clock = [], 0.0
+    for i in range(60):
+        who = int(rng.integers(4))
+        said = _unit(four[who] + noise * _unit(rng.normal(size=32)))
+        samples.append(VoiceSample(100 + i, who + 1, said, 3.0, clock))
+        clock += 4.0
+    return samples
+
+
+def _best_cut(samples: list[VoiceSample], options: ReclusterOptions) -> int:
+    embeddings = np.stack([s.embedding for s in samples])
+    return int(cluster_voices(embeddings, np.full(len(samples), 3.0), options).labels.max()) + 1
+
+
+@pytest.mark.parametrize("groups", [(2, 2), (3, 1)])
+def test_voices_told_apart_are_not_folded_by_a_coarser_cut(options, groups):
+    # Four voices in groups of close ones (two pairs; three and one): the best cut of the window
+    # is the groups, and it would fold the voices of each group into one. The session already
+    # holds them as four speakers, and each group's lines split between them by the same test:
+    # they stay four.
+    rng = np.random.default_rng(3)
+    axes = [_unit(rng.normal(size=32)) for _ in groups]
+    group_of = [g for g, size in enumerate(groups) for _ in range(size)]
+    samples = _talk(rng, [_unit(axes[g] + 0.35 * _unit(rng.normal(size=32))) for g in group_of], 0.3)
+    assert _best_cut(samples, options) < 4
+    assert plan_moves(samples, options, fixed=set()) == []
+    # Where the session holds each group as one speaker, the same window does not split it for them.
+    as_groups = [dataclasses.replace(s, speaker_id=group_of[s.speaker_id - 1] + 1) for s in samples]
+    assert plan_moves(as_groups, options, fixed=set()) == []
+
+
+def test_a_fold_is_looked_into_again_inside_each_part(options):
+    # Three close voices, two of them closer still, and a fourth apart: the window's best cut is
+    # the three against the fourth, and the three split first into the two and the third. The
+    # two are speakers of their own too, so that part is split again.
+    rng = np.random.default_rng(1)
+    group = [_unit(rng.normal(size=32)) for _ in range(2)]
+    pair = _unit(group[0] + 0.5 * _unit(rng.normal(size=32)))
+    four = [
+        _unit(pair + 0.25 * _unit(rng.normal(size=32))),
+        _unit(pair + 0.25 * _unit(rng.normal(size=32))),
+        _unit(group[0] + 0.5 * _unit(rng.normal(size=32))),
+        group[1],
+    ]
+    samples = _talk(rng, four, 0.2)
+    assert _best_cut(samples, options) == 2
+    assert plan_moves(samples, options, fixed=set()) == []
+
+
+def test_a_guest_inside_a_fold_of_enrolled_voices_becomes_a_voice_of_its_own(options):
+    # Three enrolled voices, two of them close, and a guest close to the first, matched to the
+    # first online: the window's best cut folds the close three together. Their lines split into
+    # the two enrolled voices and the guest; the guest's lines leave the first for a new voice.
+    rng = np.random.default_rng(5)
+    group = [_unit(rng.normal(size=32)) for _ in range(2)]
+    first = _unit(group[0] + 0.5 * _unit(rng.normal(size=32)))
+    four = [
+        first,
+        group[1],
+        _unit(group[0] + 0.5 * _unit(rng.normal(size=32))),
+        _unit(first + 0.5 * _unit(rng.normal(size=32))),  # the guest
+    ]
+    samples = _talk(rng, four, 0.2)
+    guest = {s.utterance_id for s in samples if s.speaker_id == 4}
+    online = [dataclasses.replace(s, speaker_id=1) if s.speaker_id == 4 else s for s in samples]
+    anchors = {i + 1: four[i] for i in range(3)}
+    assert _best_cut(samples, options) < 4
+    moves = plan_moves(online, options, fixed={1, 2, 3}, anchors=anchors)
+    assert [(m.speaker_id, set(m.utterance_ids)) for m in moves] == [(None, guest)]

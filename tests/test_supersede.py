@@ -138,6 +138,33 @@ def test_a_name_said_in_full_in_one_line_and_in_part_in_the_other_is_one_name(ol
     assert pair is not None and pair.new_masked == masked
 
 
+@pytest.mark.parametrize(
+    ("old", "old_values", "new", "new_values", "masked"),
+    [
+        # Only the update has the car's name marked; both say it, and the bill is what changed.
+        (
+            "The Corolla service is 300 pounds.",
+            [(QUANTITY, "300")],
+            "Quick note, the Corolla service went up to 420 pounds.",
+            [(ORGANISATION, "Corolla"), (QUANTITY, "420")],
+            "Quick note, the Corolla service went up to NUMBER pounds.",
+        ),
+        # Who runs the stall changed; the stall is marked only in the update, but both name it.
+        (
+            "Berit runs the Heron stall.",
+            [(PERSON, "Berit")],
+            "Wanda runs the Heron stall now.",
+            [(PERSON, "Wanda"), (ORGANISATION, "Heron")],
+            "NAME runs the Heron stall now.",
+        ),
+    ],
+)
+def test_a_name_marked_in_one_line_only_is_no_new_value_where_both_say_it(old, old_values, new, new_values, masked):
+    earlier, later = Utterance("Ana", old, 0.0, 1), Utterance("Bo", new, 1.0, 2)
+    pair = value_pair(earlier, later, _tagged(old, *old_values), _tagged(new, *new_values))
+    assert pair is not None and pair.new_masked == masked
+
+
 def test_a_later_value_supersedes_the_earlier_line_and_gets_its_own_unit(tmp_path):
     """Stated, then changed days later: the link is stored, and the novelty check does not fold the
     new value into the unit that holds the old one."""

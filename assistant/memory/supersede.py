@@ -14,7 +14,8 @@ Two lines are taken as one fact at two moments when:
    another name (the subject whose person or place changed): "the Lisbon budget is 2,000" and
    "the Porto budget is 2,400" differ in a place and an amount, "the Willow demo crashed" and
    "the Redwood demo crashed" name nothing in common, and both are two facts. A name said in
-   full in one line and in part in the other ("Nakamura", "Matteo Nakamura") is one name;
+   full in one line and in part in the other ("Nakamura", "Matteo Nakamura") is one name, and a
+   name an entity recogniser marks in one line only is no value of either where both say it;
 3. with the differing values masked out (each replaced by a word for its kind), the two lines
    mean nearly the same (embedding cosine at least `masked_similarity`). Masking is what tells
    "the budget went up to 2,400" (same slot, new value) from "the tour costs 20 euros" (a
@@ -40,6 +41,7 @@ import numpy as np
 from ..config import SupersedeOptions
 from ..records import Utterance
 from ..store.store import Store
+from .words import words
 
 # Kinds of value. Digits and calendar words are one kind ("when or how much"): a date is a day
 # number and a month, and it would be odd to call 14 May and 21 June two kinds of difference.
@@ -209,6 +211,17 @@ def _named_in(key: tuple[bool, str], others: set[tuple[bool, str]]) -> bool:
     )
 
 
+def _said_in(key: tuple[bool, str], other_words: set[str]) -> bool:
+    """Whether a name's words are all words of the other line, tagged there or not: a recogniser
+    marks "Golf" in "Heads up, the Golf bill went up to 7,380 euros" and not in "The Golf bill went
+    up to 8,000 euros", and a name is no new value where the other line says it."""
+    is_quantity, text = key
+    if is_quantity:
+        return False
+    name = set(words(text)) - _ARTICLES
+    return bool(name) and name <= other_words
+
+
 def value_pair(
     old: Utterance, new: Utterance, old_values: tuple[Value, ...], new_values: tuple[Value, ...]
 ) -> Pair | None:
@@ -217,8 +230,9 @@ def value_pair(
         return None
     old_keys = {_ident(v) for v in old_values}
     new_keys = {_ident(v) for v in new_values}
-    added = {k for k in new_keys - old_keys if not _named_in(k, old_keys)}
-    dropped = {k for k in old_keys - new_keys if not _named_in(k, new_keys)}
+    old_words, new_words = set(words(old.text)), set(words(new.text))
+    added = {k for k in new_keys - old_keys if not _named_in(k, old_keys) and not _said_in(k, old_words)}
+    dropped = {k for k in old_keys - new_keys if not _named_in(k, new_keys) and not _said_in(k, new_words)}
     if not added:
         return None
     differing = added | dropped
@@ -235,7 +249,9 @@ def value_pair(
         # it replaces ("2,400 instead of 2,000"), and a number is what a line says about its
         # subject, not the subject.
         differing |= {_ident(v) for v in (*old_values, *new_values) if v.kind == QUANTITY}
-    elif not any(not is_quantity for is_quantity, _ in old_keys & new_keys):
+    elif not any(not k[0] and (k in new_keys or _said_in(k, new_words)) for k in old_keys) and not any(
+        not k[0] and _said_in(k, old_words) for k in new_keys
+    ):
         # A new name needs a name in common, the thing whose person or place changed: "the Willow
         # demo crashed" and "the Redwood demo crashed", or "hi Felix" and "hi Rosa", are two facts.
         return None
