@@ -249,8 +249,10 @@ def value_pair(
         # it replaces ("2,400 instead of 2,000"), and a number is what a line says about its
         # subject, not the subject.
         differing |= {_ident(v) for v in (*old_values, *new_values) if v.kind == QUANTITY}
-    elif not any(not k[0] and (k in new_keys or _said_in(k, new_words)) for k in old_keys) and not any(
-        not k[0] and _said_in(k, old_words) for k in new_keys
+    elif not (
+        any(not is_quantity for is_quantity, _ in old_keys & new_keys)
+        or any(_said_in(k, new_words) for k in old_keys)
+        or any(_said_in(k, old_words) for k in new_keys)
     ):
         # A new name needs a name in common, the thing whose person or place changed: "the Willow
         # demo crashed" and "the Redwood demo crashed", or "hi Felix" and "hi Rosa", are two facts.

@@ -106,6 +106,16 @@ def silhouette(distances: np.ndarray, labels: np.ndarray) -> float:
     return float(scores.mean())
 
 
+def _voices(labels: np.ndarray, seconds: np.ndarray, options: ReclusterOptions) -> list[int]:
+    """The labels (clusters, or speakers) with enough utterances and speech to be a voice."""
+    return [
+        int(c)
+        for c in np.unique(labels)
+        if (mine := labels == c).sum() >= options.min_cluster_utterances
+        and float(seconds[mine].sum()) >= options.min_cluster_seconds
+    ]
+
+
 def _fold_outliers(
     labels: np.ndarray, embeddings: np.ndarray, seconds: np.ndarray, options: ReclusterOptions
 ) -> np.ndarray | None:
@@ -116,12 +126,7 @@ def _fold_outliers(
     voices at once) splits off first and is not a person. Skipping every cut that leaves one would
     also skip the split of two real voices beside it (measured on the voice matrix: two voices of one
     synthesis at two pitches, and a back-channel, were split only beside an odd utterance)."""
-    voices = [
-        c
-        for c in np.unique(labels)
-        if (labels == c).sum() >= options.min_cluster_utterances
-        and float(seconds[labels == c].sum()) >= options.min_cluster_seconds
-    ]
+    voices = _voices(labels, seconds, options)
     if len(voices) < 2:
         return None
     centroids = np.stack([_unit(embeddings[labels == c].sum(axis=0)) for c in voices])
@@ -185,16 +190,6 @@ def cluster_voices(embeddings: np.ndarray, seconds: np.ndarray, options: Reclust
     return best
 
 
-def _held_speakers(speakers: np.ndarray, seconds: np.ndarray, options: ReclusterOptions) -> list[int]:
-    """The speakers with enough lines and speech among these to be a voice of their own."""
-    return [
-        int(sp)
-        for sp in np.unique(speakers)
-        if (mine := speakers == sp).sum() >= options.min_cluster_utterances
-        and float(seconds[mine].sum()) >= options.min_cluster_seconds
-    ]
-
-
 def _nests(inner: np.ndarray, speakers: np.ndarray, held: list[int], options: ReclusterOptions) -> bool:
     """Whether a split runs along the speakers: it parts at least two of the `held` speakers, and
     either puts each speaker's lines together (groups of whole speakers) or each of its parts is
@@ -229,7 +224,7 @@ def _keep_told_apart(
     todo = [np.flatnonzero(labels == c) for c in range(int(labels.max()) + 1)]
     while todo:
         members = todo.pop()
-        held = _held_speakers(speakers[members], seconds[members], options)
+        held = _voices(speakers[members], seconds[members], options)
         if len(held) < 2:
             continue
         inner = cluster_voices(embeddings[members], seconds[members], options)
@@ -303,13 +298,13 @@ def plan_moves(
     if len(long) < options.min_utterances:
         return []
     embeddings = np.stack([samples[i].embedding for i in long]).astype(np.float32)
-    clustering = cluster_voices(embeddings, np.array([samples[i].seconds for i in long]), options)
+    long_seconds = np.array([samples[i].seconds for i in long])
+    clustering = cluster_voices(embeddings, long_seconds, options)
     if clustering.silhouette is None:
         # No split holds up: the window is one voice as far as clustering can tell, which is
         # not evidence enough to fold voices the online pass told apart (a voice heard in a few
         # short turns beside a long monologue is one such case). Nothing is revised.
         return []
-    long_seconds = np.array([samples[i].seconds for i in long])
     found = _keep_told_apart(
         clustering.labels, embeddings, long_seconds, np.array([samples[i].speaker_id for i in long]), options
     )
