@@ -165,6 +165,28 @@ def test_a_name_marked_in_one_line_only_is_no_new_value_where_both_say_it(old, o
     assert pair is not None and pair.new_masked == masked
 
 
+@pytest.mark.parametrize(
+    ("new", "new_names", "masked"),
+    [
+        # The owner is left out of the update, as people do once it is clear whose car it is.
+        (
+            "We took the Volvo to Lund Garage.",
+            [(NAME, "Volvo"), (ORGANISATION, "Lund Garage")],
+            "We took the Volvo to NAME.",
+        ),
+        # New values of two kinds (an owner and a garage) are another fact: Bo's car.
+        ("Bo's Volvo is at Lund Garage.", [(PERSON, "Bo"), (NAME, "Volvo"), (ORGANISATION, "Lund Garage")], None),
+    ],
+)
+def test_a_name_the_update_leaves_out_is_no_second_kind_of_change(new, new_names, masked):
+    old = "Diego's Volvo is at Berg Garage."
+    old_names = [(PERSON, "Diego"), (NAME, "Volvo"), (ORGANISATION, "Berg Garage")]
+    pair = value_pair(
+        Utterance("Ana", old, 0.0, 1), Utterance("Bo", new, 1.0, 2), _tagged(old, *old_names), _tagged(new, *new_names)
+    )
+    assert (pair.new_masked if pair is not None else None) == masked
+
+
 def test_a_later_value_supersedes_the_earlier_line_and_gets_its_own_unit(tmp_path):
     """Stated, then changed days later: the link is stored, and the novelty check does not fold the
     new value into the unit that holds the old one."""
@@ -199,6 +221,47 @@ def test_unrelated_facts_are_not_linked(tmp_path):
             ],
         )
         assert _links(mem) == set()
+    finally:
+        mem.close()
+
+
+def test_a_word_written_with_digits_is_one_value():
+    """A code or a password changes as a whole: masking only its digits would leave the rest of
+    the word ("maple", "birch") to tell two statements of one fact apart."""
+    tagger = ValueTagger()
+    old, new = tagger.values(["The shed code is maple88 now.", "The shed code is birch31 now."])
+    assert [v.key for v in old] == ["maple88"] and [v.key for v in new] == ["birch31"]
+    pair = value_pair(
+        Utterance("Ana", "The shed code is maple88 now.", 0.0, 1),
+        Utterance("Bo", "The shed code is birch31 now.", 1.0, 2),
+        old,
+        new,
+    )
+    assert pair is not None and pair.old_masked == pair.new_masked == "The shed code is NUMBER now."
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        (
+            "Thanks. Oh, and the landlord changed the gate code yesterday, it's now 5823.",
+            "Morning all, hope you slept well, that storm was wild. Bad news, somebody wrote the gate code on "
+            "the bins, so the landlord changed it again. It's 7716 now.",
+        ),
+        (
+            "The parking permit costs 85 euros a year.",
+            "Hello hello, sorry I'm late, the bus never came and I had to walk in the rain. I rang the council "
+            "about the parking permit this morning. It's gone up to 110 euros a year.",
+        ),
+    ],
+)
+def test_an_update_wrapped_in_other_talk_is_linked(tmp_path, old, new):
+    """Spoken updates come inside greetings and news; the two lines are compared on what they say
+    about the fact (the sentences with the value or the other line's words), not on the rest."""
+    mem = open_memory(tmp_path)
+    try:
+        _updates(mem, [(old, 1000.0), (new, 2 * DAY)])
+        assert _links(mem) == {(old, new)}
     finally:
         mem.close()
 

@@ -9,7 +9,8 @@ Two lines are taken as one fact at two moments when:
 
 1. the later one is a statement (not a question) and names a value the earlier one does not: a
    number, an amount, a date or day, a time, or a name (a person, place, organisation or thing);
-2. the values that differ are of one kind (only quantities, or only people, only places...),
+2. the new values are of one kind (only quantities, or only people, only places...; a name
+   the earlier line said and the update leaves out, such as whose car it is, may be of any),
    the earlier line stated a value of that kind, and where names changed, the two lines share
    another name (the subject whose person or place changed): "the Lisbon budget is 2,000" and
    "the Porto budget is 2,400" differ in a place and an amount, "the Willow demo crashed" and
@@ -17,7 +18,9 @@ Two lines are taken as one fact at two moments when:
    full in one line and in part in the other ("Nakamura", "Matteo Nakamura") is one name, and a
    name an entity recogniser marks in one line only is no value of either where both say it;
 3. with the differing values masked out (each replaced by a word for its kind), the two lines
-   mean nearly the same (embedding cosine at least `masked_similarity`). Masking is what tells
+   mean nearly the same (embedding cosine at least `masked_similarity`), each read as the
+   sentences that hold a masked value or share a content word with the other line (a greeting
+   or an aside around the fact is not what the two lines are compared on). Masking is what tells
    "the budget went up to 2,400" (same slot, new value) from "the tour costs 20 euros" (a
    different slot that merely shares the topic's words): the value is no longer what the
    sentences differ in.
@@ -40,8 +43,9 @@ import numpy as np
 
 from ..config import SupersedeOptions
 from ..records import Utterance
+from ..sentences import sentence_spans
 from ..store.store import Store
-from .words import words
+from .words import content_words, words
 
 # Kinds of value. Digits and calendar words are one kind ("when or how much"): a date is a day
 # number and a month, and it would be odd to call 14 May and 21 June two kinds of difference.
@@ -65,7 +69,10 @@ _NAME_KINDS = {
     "LAW": NAME,
 }
 
-_NUMBER = re.compile(r"\d+(?:[.,:]\d+)*(?:[^\W\d_]+\b)?")  # "2,400", "10:30", "4B", "3rd"
+# "2,400", "10:30", "4B", "3rd", and a word written with digits as a whole ("lemontree42", "A320"):
+# a code or a password changes as one value, and masking only its digits would leave the rest of
+# the word to tell the two lines apart.
+_NUMBER = re.compile(r"(?<![^\W\d_])(?:[^\W\d_]+)?\d+(?:[.,:]\d+)*(?:[^\W\d_]+\b)?")
 _CALENDAR = re.compile(
     r"\b(?:january|february|march|april|may|june|july|august|september|october|november|december|"
     r"jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec|"
@@ -166,15 +173,33 @@ class ValueTagger:
         return tuple(sorted(found, key=lambda v: v.start))
 
 
+_MASKS = ("NUMBER", "NAME")
+
+
 def mask(text: str, values: Iterable[Value], masked: set[tuple[bool, str]]) -> str:
     """`text` with each value in `masked` (see `_ident`) replaced by the word for its kind."""
     out, at = [], 0
     for v in sorted(values, key=lambda v: v.start):
         if _ident(v) in masked and v.start >= at:
-            out += [text[at : v.start], "NUMBER" if v.kind == QUANTITY else "NAME"]
+            out += [text[at : v.start], _MASKS[0] if v.kind == QUANTITY else _MASKS[1]]
             at = v.end
     out.append(text[at:])
     return "".join(out)
+
+
+def about_the_fact(masked: str, other: str) -> str:
+    """The sentences of a masked line that speak of the fact: those holding a masked value or
+    sharing a content word with the other line. Spoken lines wrap a fact in greetings and asides
+    ("Morning. Bad news, the router died again overnight, so I had to change the Wi-Fi password
+    again. It's NUMBER now."), and the comparison of meaning should read what the two lines say
+    about their subject, not the news around it. A line with no such sentence stays whole."""
+    shared = set(content_words(other))
+    kept = [
+        masked[a:b]
+        for a, b in sentence_spans(masked)
+        if any(m in masked[a:b] for m in _MASKS) or shared.intersection(content_words(masked[a:b]))
+    ]
+    return " ".join(kept) or masked
 
 
 @dataclass(frozen=True)
@@ -236,7 +261,10 @@ def value_pair(
     if not added:
         return None
     differing = added | dropped
-    kinds = {v.kind for v in (*old_values, *new_values) if _ident(v) in differing}
+    # The new values are of one kind. A name the earlier line said and the update leaves out is
+    # of any kind: people drop what is clear from the talk ("Diego's Skoda is at Berg Garage",
+    # then "we took the Skoda to Lund Garage").
+    kinds = {v.kind for v in new_values if _ident(v) in added}
     if len(kinds) > 1:
         return None
     (kind,) = kinds
@@ -257,7 +285,8 @@ def value_pair(
         # A new name needs a name in common, the thing whose person or place changed: "the Willow
         # demo crashed" and "the Redwood demo crashed", or "hi Felix" and "hi Rosa", are two facts.
         return None
-    return Pair(old.id, new.id, mask(old.text, old_values, differing), mask(new.text, new_values, differing))
+    old_masked, new_masked = mask(old.text, old_values, differing), mask(new.text, new_values, differing)
+    return Pair(old.id, new.id, about_the_fact(old_masked, new.text), about_the_fact(new_masked, old.text))
 
 
 def _runs(text: str, values: tuple[Value, ...]) -> list[list[Value]]:
