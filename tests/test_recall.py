@@ -386,6 +386,34 @@ def test_the_reply_to_the_best_match_is_offered(tmp_path):
     assert answer in quoted[1] - quoted[0]
 
 
+# A plan announced, asked about by someone else, and answered in a turn that names neither.
+GIG = [
+    ("Ana", "Next item: the band's gig for the hospice fundraiser."),
+    ("Sam", "Brilliant. Where are we playing?"),
+    ("Ana", "The Crown on Mill Lane, they have a back room for eighty people."),
+    ("Sam", "I still need new strings for my bass."),
+    ("Ana", "The bakery on the corner closes early on Sundays."),
+]
+
+
+def test_a_reply_that_asks_brings_the_turn_that_answers_it(tmp_path):
+    """The best match for "Where is the band's gig?" is Ana's announcement; Sam's reply only asks
+    where, and the place is in Ana's next turn, which shares no word with the question. A reply
+    that is a question is offered with the turn that answers it."""
+    mem = open_memory(
+        tmp_path / "data",
+        retrieval={"lexical_k": 1, "dense_k": 1, "tree": False, "reply_lines": 1},
+        answer={"neighbours": 0},
+    )
+    try:
+        mem.add_many([Utterance(s, t, T0 + 60 * i) for i, (s, t) in enumerate(GIG)])
+        found = mem.search("Where is the band's gig?")
+        assert found.lines[0].evidence.text == GIG[0][1]
+        assert [e.text for e in found.replies] == [GIG[1][1], GIG[2][1]]
+    finally:
+        mem.close()
+
+
 def test_the_short_question_before_a_strongest_line_is_shown(tmp_path):
     """`answer.neighbours`: "These shoes are for running" answers a question it does not repeat
     ("For walking or running?"); that turn, short and asked by someone else, is shown beside it."""

@@ -29,7 +29,8 @@ of the few lines the lexical and dense arms rank first (`reply_lines`), searched
 window but among anyone's lines, kept when another speaker said it and the filter admits it.
 In a conversation the words of a question are often in the turn that asks it ("what are your
 plans for the summer?") and the answer in the reply, which shares none of them ("researching
-adoption agencies").
+adoption agencies"). A reply that itself asks ("Nice. Where are we going?") comes with the turn
+that answers it.
 """
 
 from __future__ import annotations
@@ -40,11 +41,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..config import RetrievalOptions, UtilityOptions
-from ..records import Evidence, RecalledLine, RecallFilter, RetrievedPath
+from ..records import Evidence, RecalledLine, RecallFilter, RetrievedPath, Utterance
 from ..store.store import Store
 from .budget import utility
 from .question import QuestionReading, fts_query
 from .retrieve import retrieve
+from .supersede import is_statement
 
 
 @dataclass(frozen=True)
@@ -117,16 +119,30 @@ def _replies(
         hits = [uid for uid, _ in (*lexical, *dense)]
     said = {u.id: u.speaker for u in store.utterances(list(dict.fromkeys(hits)))}
     out: dict[int, Evidence] = {}
-    for uid in dict.fromkeys(hits):
+
+    def reply_to(uid: int, speaker: str | None) -> Utterance | None:
         reply = store.adjacent(uid, after=True)
         if (
             reply is not None
             and reply.id is not None
-            and reply.speaker != said.get(uid)
+            and reply.speaker != speaker
             and window.admits(reply.speaker, reply.time)
             and store.held_ids_among([reply.id])
         ):
-            out[reply.id] = Evidence.of(reply)
+            return reply
+        return None
+
+    for uid in dict.fromkeys(hits):
+        reply = reply_to(uid, said.get(uid))
+        if reply is None or reply.id is None:
+            continue
+        out[reply.id] = Evidence.of(reply)
+        # A reply that asks ("Nice. Where are we going?") is answered by the turn after it, which
+        # shares no words with the question either.
+        if not is_statement(reply.text):
+            answer = reply_to(reply.id, reply.speaker)
+            if answer is not None and answer.id is not None:
+                out[answer.id] = Evidence.of(answer)
     return tuple(out.values())
 
 
