@@ -27,6 +27,7 @@ from .config import Settings, load_settings
 from .daemon.service_cli import service
 from .errors import AssistantError, InputError, ModelError
 from .records import (
+    FROM_ARCHIVE,
     NOT_RUNNING,
     Answer,
     Digest,
@@ -173,6 +174,8 @@ def print_answer(answer: Answer, *, stream_done: bool = False, zone: tzinfo | No
     """The answer (unless it was streamed) and its citations, timed in `zone` (None = the system's)."""
     if not stream_done:
         click.echo(answer.text)
+    if answer.from_archive:
+        click.secho(f"  ({FROM_ARCHIVE})", fg="yellow")
     for ev in answer.evidence:
         click.secho("  \u2514 " + ev.cite(zone), fg="cyan")
 
@@ -300,6 +303,8 @@ def search(
 def _print_search(found: SearchResult, zone: tzinfo) -> None:
     click.echo(found.filter.describe(zone) or "not limited by time or speaker")
     click.secho(f"recalled lines ({len(found.lines)}):" if found.lines else "recalled lines: none", bold=True)
+    if found.from_archive:
+        click.secho(f"  ({FROM_ARCHIVE})", fg="yellow")
     for line in found.lines:
         click.echo(
             f"  {line.score:.3f}  {click.style(line.speaker, bold=True)} {format_time(line.time, zone)}  {line.text}"

@@ -154,6 +154,7 @@ class AnswerOptions:
     trim_above: int = _range(0, 100_000)
     min_score_share: float = _range(0.0, 1.0)
     arm_best_lines: int = _range(0, 1000)
+    archive_fallback: bool
 
 
 @dataclass(frozen=True)

@@ -347,10 +347,17 @@ class Retrieval:
     replies: tuple[Evidence, ...] = ()
     # The one speaker the question is about, whose own lines recall ranked first (not a filter).
     about: str | None = None
+    # Whether `lines` come from the archive, not the bounded memory: the memory held nothing
+    # relevant and `answer.archive_fallback` let recall look among every archived line.
+    from_archive: bool = False
 
     @property
     def empty(self) -> bool:
         return not (self.lines or self.paths or self.short_term or self.pending)
+
+
+# How every client labels an answer or a search that rests on the archive, not the memory.
+FROM_ARCHIVE = "from the archive: the memory no longer holds these lines, and a later line may have changed them"
 
 
 @dataclass(frozen=True)
@@ -368,6 +375,9 @@ class Answer:
     # What the recall was limited to, the bounds read from the question included. Kept apart
     # from `retrieval`, which stays on this machine: a client of the daemon gets only this.
     filter: RecallFilter = field(default_factory=RecallFilter)
+    # Whether the answer rests on archived lines the bounded memory no longer holds
+    # (`Retrieval.from_archive`): every client says so beside the answer.
+    from_archive: bool = False
 
 
 @dataclass(frozen=True)
@@ -549,6 +559,8 @@ class SearchResult:
     paths: tuple[SearchPath, ...]
     short_term: tuple[Evidence, ...]
     replies: tuple[Evidence, ...] = ()
+    # The lines come from the archive, not the bounded memory (`Retrieval.from_archive`).
+    from_archive: bool = False
 
     @classmethod
     def of(cls, found: Retrieval) -> SearchResult:
@@ -572,6 +584,7 @@ class SearchResult:
             ),
             short_term=tuple(Evidence(u.id or 0, u.speaker, u.time, u.text) for u in found.short_term),
             replies=found.replies,
+            from_archive=found.from_archive,
         )
 
 

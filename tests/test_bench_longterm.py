@@ -10,6 +10,7 @@ from assistant.bench.locomo import plan_probes
 from assistant.bench.longterm import held, run_longterm, weave, weave_all
 from assistant.bench.longterm_report import longterm_json, longterm_markdown
 from assistant.bench.synthetic import SyntheticStream
+from assistant.bench.systems.prostream import ProStreamArchiveSystem, ProStreamSystem
 from assistant.bench.systems.rag_budget import RagBudgetSystem
 from assistant.config import Settings, load_settings
 from assistant.records import Utterance
@@ -107,16 +108,42 @@ def test_rag_budget_searches_only_the_most_recent_lines_that_fit_the_budget(tmp_
     assert context.positions and context.positions <= set(kept) and "flat 0 " not in context.text
 
 
+def test_only_the_archive_system_falls_back_to_the_archive(tmp_path):
+    """`prostream`'s figures are the bounded memory's alone, whatever the settings say; the archive
+    fallback is measured as `prostream-archive`."""
+    over = overrides(
+        tmp_path / "data",
+        memory={
+            "distill": {"mode": "extractive"},
+            "budget": {"token_budget": 40},
+            "answer": {"archive_fallback": True},
+        },
+    )
+    settings = load_settings(user_file=tmp_path / "no-user-config.yaml", overrides=over)
+    said = [Utterance("Ana", "The spare key for the shed is under the blue flowerpot.", 1.7e9)]
+    said += [Utterance("Bo", f"Line {i}: the parcel for flat {i} came today.", 1.7e9 + 3600 * i) for i in range(1, 13)]
+    reached = {}
+    for cls in (ProStreamSystem, ProStreamArchiveSystem):
+        system = cls(_environment(settings, tmp_path / cls.name))
+        for i, u in enumerate(said):
+            system.add(i, u)
+        system.end_of_stream()
+        assert 0 not in system.remembered()
+        reached[cls.name] = 0 in system.context("Where is the spare key for the shed?").positions
+    assert reached == {"prostream": False, "prostream-archive": True}
+
+
 def test_a_recall_only_long_run_asks_the_questions_and_the_facts(tmp_path, monkeypatch):
     _no_llm(monkeypatch)
     settings = _settings(tmp_path, 32_768)
     streams = weave_all(settings, [_mini()], stream_tokens=1_500, seed=3)
     assert streams[0].tokens >= 1_500
     run = run_longterm(settings, FIXTURE, streams, token_budget=150, stream_tokens=1_500, seed=3, recall_only=True)
-    assert run.locomo.systems == ("prostream", "rag", "rag-budget")
-    assert len(run.locomo.results) == 3 * 2 * len(_mini().questions)
+    # The memory with the archive to fall back on is a system of its own, beside the bounded one.
+    assert run.locomo.systems == ("prostream", "prostream-archive", "rag", "rag-budget")
+    assert len(run.locomo.results) == 4 * 2 * len(_mini().questions)
     facts = streams[0].facts
-    assert len(run.facts) == 3 * len(facts)
+    assert len(run.facts) == 4 * len(facts)
     report = longterm_json(run)
     json.dumps(report)
     meta = report["meta"]

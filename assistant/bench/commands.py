@@ -12,7 +12,7 @@ import click
 from ..atomic import write_text_atomically
 from ..config import Settings, load_settings
 from ..errors import InputError
-from .systems import LOCOMO_SYSTEMS, SYSTEMS
+from .systems import LOCOMO_SYSTEMS, LONGTERM_SYSTEMS, SYSTEMS
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -158,7 +158,7 @@ def locomo(
 @click.option("--data", type=click.Path(path_type=Path), default=None, help="A LoCoMo-format JSON file.")
 @click.option(
     "--systems",
-    default="prostream,rag,rag-budget",
+    default=",".join(LONGTERM_SYSTEMS),
     show_default=True,
     help=f"Comma-separated; from {', '.join(SYSTEMS)}.",
 )

@@ -12,7 +12,9 @@ after the session that holds its evidence and again at the end, scored as there.
 each stream the synthetic stream's facts are asked too, each system's context checked for the
 latest stated value, only a superseded one, or neither (`synthetic.Probe`, as `bench scale` does).
 
-The systems side by side are `prostream` at the budget, `rag` over every line (unbounded) and
+The systems side by side are `prostream` at the budget, `prostream-archive` (the same memory,
+falling back to the archive where it holds nothing relevant: its own system, never folded into
+`prostream`'s figures), `rag` over every line (unbounded) and
 `rag-budget` (`rag` over the most recent lines that fit the same budget). On a CPU the defaults
 are scaled down from the product's: `token_budget` 4,096 and a stream of 10x that (about 41,000
 tokens, two thirds of it synthetic around a LoCoMo conversation of the development split).
@@ -44,9 +46,9 @@ from ..records import Utterance
 from ..transcripts import LOCOMO_TURN_SECONDS, Conversation
 from . import synthetic
 from .locomo import LocomoRun, bench_settings, count_steps, run_locomo
-from .systems import Context, System
+from .systems import LONGTERM_SYSTEMS, Context, System
 
-DEFAULT_SYSTEMS = ("prostream", "rag", "rag-budget")
+DEFAULT_SYSTEMS = LONGTERM_SYSTEMS
 # The memory's budget on a CPU: the product's 32,768 would need a stream of 330,000 tokens.
 DEFAULT_BUDGET = 4_096
 # The stream is at least this many times the budget unless told otherwise.

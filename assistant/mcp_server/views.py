@@ -52,6 +52,11 @@ class AnswerView(BaseModel):
     limited_to: str | None = Field(
         description="The speaker and time window the recall was limited to (given, or read from the question)"
     )
+    from_archive: bool = Field(
+        default=False,
+        description="true when the answer rests on archived lines the bounded memory no longer holds "
+        "(the memory held nothing relevant); a later line may have changed them",
+    )
 
     @classmethod
     def of(cls, answer: Answer, zone: tzinfo) -> AnswerView:
@@ -60,12 +65,16 @@ class AnswerView(BaseModel):
             knows=answer.knows,
             citations=[Line.of(e, zone) for e in answer.evidence],
             limited_to=answer.filter.describe(zone),
+            from_archive=answer.from_archive,
         )
 
 
 class RecalledLine(Line):
     score: float
-    found_by: list[str] = Field(description="Which retrieval arms found it: lexical, dense, tree, buffer, neighbour")
+    found_by: list[str] = Field(
+        description="Which retrieval arms found it: lexical, dense, tree, buffer, neighbour; archive when the "
+        "memory held nothing relevant and the line comes from the archive"
+    )
 
     @classmethod
     def recalled(cls, line: SearchLine, zone: tzinfo) -> RecalledLine:
@@ -85,6 +94,9 @@ class SearchView(BaseModel):
         description="The turn just after each best match when someone else said it, which an answer sees too "
         "(only the speaker's own, when limited to one)",
     )
+    from_archive: bool = Field(
+        default=False, description="true when the lines come from the archive: the memory held nothing relevant"
+    )
 
     @classmethod
     def of(cls, found: SearchResult, zone: tzinfo) -> SearchView:
@@ -93,6 +105,7 @@ class SearchView(BaseModel):
             limited_to=found.filter.describe(zone),
             lines=[RecalledLine.recalled(line, zone) for line in found.lines],
             replies=[Line.of(e, zone) for e in found.replies],
+            from_archive=found.from_archive,
         )
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import time as _time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,7 @@ from ..records import (
     NameSuggestion,
     Node,
     Reassignment,
+    RecalledLine,
     RecallFilter,
     Retrieval,
     Speaker,
@@ -612,7 +613,35 @@ class Memory:
             found.replies,
             found.about,
         )
+        if opts.answer.archive_fallback and self._relevance(retrieval, vector) < opts.answer.min_relevance:
+            retrieval = self._from_archive(retrieval, vector)
         return retrieval, vector
+
+    def _from_archive(self, held: Retrieval, vector: np.ndarray) -> Retrieval:
+        """Where the memory holds nothing relevant, the archived lines nearest the question, whether
+        or not the memory still holds them (`answer.archive_fallback`), marked as from the archive;
+        `held` when the archive has nothing relevant either. Forgotten and expired lines are no
+        longer archived, so the fallback cannot bring them back."""
+        found = self.store.archived_lines(vector, self.settings.memory.retrieval.dense_k, held.filter)
+        if not found:
+            return held
+        vectors = self.store.utterance_vectors([u.id for u in found if u.id is not None])
+        lines = tuple(
+            RecalledLine(Evidence.of(u), float(vectors[u.id] @ vector), ("archive",), rank)
+            for rank, u in enumerate(found)
+            if u.id is not None and u.id in vectors
+        )
+        archived = replace(
+            held,
+            paths=(),
+            lines=lines,
+            replies=(),
+            from_archive=True,
+            relevance=max((r.score for r in lines), default=0.0),
+        )
+        if self._relevance(archived, vector) < self.settings.memory.answer.min_relevance:
+            return held
+        return archived
 
     def _with_inferred(self, given: RecallFilter, reading: QuestionReading) -> RecallFilter:
         """The caller's filter, completed by what the question's own words name (a bound given wins)."""
@@ -762,6 +791,7 @@ class Memory:
                 retrieval,
                 prompt.sources,
                 retrieval.filter,
+                retrieval.from_archive,
             )
 
     def ask_stream(self, question: str, **recall: Any) -> Iterator[str | Answer]:

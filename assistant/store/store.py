@@ -24,6 +24,9 @@ from .migrations import migrate
 from .vectors import VectorIndex, as_blob, ensure_vector_tables, from_blob
 from .window import recall_window, utterance_window
 
+# The most neighbours one sqlite-vec KNN query may ask for (its default limit).
+_MAX_KNN = 4096
+
 # A node and everything under it, as the table `sub(id)`.
 _SUBTREE = "WITH RECURSIVE sub(id) AS (SELECT ? UNION ALL SELECT n.id FROM nodes n JOIN sub ON n.parent_id = sub.id) "
 _NODE_COLUMNS = "id, level, parent_id, text, tokens, frequency, last_access, created, start_time, end_time, relation"
@@ -557,6 +560,19 @@ class Store:
         )
         found = {u.id: u for u in self.utterances(r[0] for r in rows)}
         return [(found[r[0]], 1.0 - float(r[1])) for r in rows if r[0] in found]
+
+    def archived_lines(self, vector: np.ndarray, k: int, window: RecallFilter | None = None) -> list[Utterance]:
+        """The k archived lines nearest to `vector` by cosine inside `window`, nearest first, whether
+        or not the memory still holds them. Forgotten and expired lines are gone from the archive,
+        and so from here."""
+        want, most = 4 * k, min(self.utterance_count(), _MAX_KNN)
+        while most > 0:
+            hits = self.search_utterances(vector, min(want, most))
+            found = [u for u, _ in hits if window is None or window.admits(u.speaker, u.time)]
+            if len(found) >= k or want >= most:
+                return found[:k]
+            want *= 4
+        return []
 
     # --- short-term sensing buffer and pending buffer ------------------------------------
 

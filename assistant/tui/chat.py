@@ -18,7 +18,7 @@ from textual.widgets import Input, Static
 
 from ..daemon.client import AnswerFailed, AsyncDaemonClient, DaemonGone, DaemonRefused
 from ..errors import AssistantError, InputError
-from ..records import Answer, Evidence, RecallFilter, SpokenQuestion
+from ..records import FROM_ARCHIVE, Answer, Evidence, RecallFilter, SpokenQuestion
 from .answers import AnswerView, EvidenceItem, EvidenceList, FilterNote, Notice, QuestionView
 from .connection import GONE_NOTICE, DaemonLost, said
 from .dialogs import ContextScreen
@@ -115,6 +115,8 @@ class ChatPane(Vertical):
                     answer.finish(piece.text, knows=piece.knows)
                     self.add_evidence(answer, piece.evidence)
                     self.add_filter(answer, piece.filter)
+                    if piece.from_archive:
+                        self.log_view.mount(FilterNote(FROM_ARCHIVE), after=answer)
                 elif isinstance(piece, str):
                     answer.append(piece)
                 self.log_view.scroll_end(animate=False)

@@ -14,9 +14,17 @@ class ProStreamSystem(System):
     name = "prostream"
     description = "the product's bounded hierarchical memory (STSB, pending buffer, scene > event > atom tree)"
 
+    # Whether recall may fall back to the archive (`memory.answer.archive_fallback`): this system
+    # never does, whatever the settings say, so its figures are the bounded memory's alone.
+    archive_fallback = False
+
     def __init__(self, env: Environment) -> None:
+        settings = env.settings
+        memory = settings.memory
+        answer = replace(memory.answer, archive_fallback=self.archive_fallback)
+        settings = replace(settings, memory=replace(memory, answer=answer))
         # Memory loads the embedder and LLMs through the same caches, so nothing loads twice.
-        self.memory = Memory(replace(env.settings, paths=replace(env.settings.paths, data_dir=str(env.work_dir))))
+        self.memory = Memory(replace(settings, paths=replace(settings.paths, data_dir=str(env.work_dir))))
         self.answerer = env.answerer
         self.probes_use = env.probes_use
         self._position: dict[int, int] = {}
@@ -91,3 +99,12 @@ class ProStreamSystem(System):
 
     def close(self) -> None:
         self.memory.close()
+
+
+class ProStreamArchiveSystem(ProStreamSystem):
+    name = "prostream-archive"
+    description = (
+        "the product's memory, falling back to every archived line where it holds nothing relevant "
+        "(memory.answer.archive_fallback)"
+    )
+    archive_fallback = True
