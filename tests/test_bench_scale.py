@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from assistant.bench.scale import WHERE_LATEST, run_scale
+from assistant.bench.scale import WHERE_LATEST, _settings_for, run_scale
 from assistant.bench.scale_report import scale_json, scale_markdown
 from assistant.bench.scale_result import ScalePoint, ScaleResult
 from assistant.bench.synthetic import SyntheticStream, synthetic_utterances
@@ -208,3 +208,12 @@ def test_llm_distillation_mode_runs_and_says_so(tmp_path):
     assert all(v is None for v in result.ratios.values()) and result.flat is None
     md = scale_markdown(result)
     assert "**llm (event phrase and scene written by" in md and "Largest / smallest" not in md
+
+
+def test_the_probes_read_the_bounded_memory_alone(tmp_path):
+    """What `bench scale` measures is what the memory keeps: its probes never fall back to the
+    archive, which holds every line of the stream, whatever the settings say."""
+    over = overrides(tmp_path / "data", memory={"answer": {"archive_fallback": True}})
+    settings = load_settings(user_file=tmp_path / "no-user-config.yaml", overrides=over)
+    assert settings.memory.answer.archive_fallback
+    assert not _settings_for(settings, "extractive", tmp_path / "run").memory.answer.archive_fallback

@@ -71,6 +71,9 @@ def _checkpoints(sizes: Sequence[int]) -> list[int]:
 def _settings_for(settings: Settings, distill_mode: str, data_dir: Path) -> Settings:
     memory = settings.memory
     memory = dataclasses.replace(memory, distill=dataclasses.replace(memory.distill, mode=distill_mode))
+    # What the bounded memory keeps is what is measured: the probes never fall back to the archive
+    # (`memory.answer.archive_fallback`), which holds every line of the stream.
+    memory = dataclasses.replace(memory, answer=dataclasses.replace(memory.answer, archive_fallback=False))
     paths = dataclasses.replace(settings.paths, data_dir=str(data_dir))
     return dataclasses.replace(settings, paths=paths, memory=memory)
 
@@ -228,7 +231,7 @@ def run_scale(
     """Stream max(sizes) synthetic utterances into a fresh memory, measuring at each size.
 
     `settings` supply the models and every memory knob (T_max included); the distillation mode
-    and the data directory are replaced. Without `data_dir` the database lives in a temporary
+    and the data directory are replaced, and the archive fallback is off. Without `data_dir` the database lives in a temporary
     directory removed afterwards; a `data_dir` given must not hold a memory already, since a
     used memory would measure something else. `progress(done, total)` is called after every
     utterance.
