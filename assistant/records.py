@@ -357,7 +357,7 @@ class Retrieval:
 
 
 # How every client labels an answer or a search that rests on the archive, not the memory.
-FROM_ARCHIVE = "from the archive: the memory no longer holds these lines, and a later line may have changed them"
+FROM_ARCHIVE = "from the archive: the memory kept nothing on this, and a later line may have changed it"
 
 
 @dataclass(frozen=True)

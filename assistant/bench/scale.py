@@ -231,10 +231,10 @@ def run_scale(
     """Stream max(sizes) synthetic utterances into a fresh memory, measuring at each size.
 
     `settings` supply the models and every memory knob (T_max included); the distillation mode
-    and the data directory are replaced, and the archive fallback is off. Without `data_dir` the database lives in a temporary
-    directory removed afterwards; a `data_dir` given must not hold a memory already, since a
-    used memory would measure something else. `progress(done, total)` is called after every
-    utterance.
+    and the data directory are replaced, and the archive fallback is off. Without `data_dir` the
+    database lives in a temporary directory removed afterwards; a `data_dir` given must not hold a
+    memory already, since a used memory would measure something else. `progress(done, total)` is
+    called after every utterance.
 
     With `embed_ahead`, the utterances between the timed windows (only there) are embedded in
     batches before their steps: the state each window measures is the same (up to float rounding;
