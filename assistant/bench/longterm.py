@@ -48,7 +48,6 @@ from . import synthetic
 from .locomo import LocomoRun, bench_settings, count_steps, run_locomo
 from .systems import LONGTERM_SYSTEMS, Context, System
 
-DEFAULT_SYSTEMS = LONGTERM_SYSTEMS
 # The memory's budget on a CPU: the product's 32,768 would need a stream of 330,000 tokens.
 DEFAULT_BUDGET = 4_096
 # The stream is at least this many times the budget unless told otherwise.
@@ -306,7 +305,7 @@ def run_longterm(
     token_budget: int,
     stream_tokens: int,
     seed: int,
-    systems: Sequence[str] = DEFAULT_SYSTEMS,
+    systems: Sequence[str] = LONGTERM_SYSTEMS,
     limit: int | None = None,
     categories: Sequence[int] = (),
     delay: int = 0,

@@ -53,6 +53,7 @@ from .engine import ProStream, StepReport
 from .question import QuestionReading, read_question
 from .recall import recall
 from .relevance import relevance, word_weights
+from .supersede import is_statement
 
 
 @dataclass(frozen=True)
@@ -623,14 +624,11 @@ class Memory:
         `held` when the archive has nothing relevant either. Forgotten and expired lines are no
         longer archived, so the fallback cannot bring them back."""
         found = self.store.archived_lines(vector, self.settings.memory.retrieval.dense_k, held.filter)
-        if not found:
-            return held
-        vectors = self.store.utterance_vectors([u.id for u in found if u.id is not None])
         lines = tuple(
-            RecalledLine(Evidence.of(u), float(vectors[u.id] @ vector), ("archive",), rank)
-            for rank, u in enumerate(found)
-            if u.id is not None and u.id in vectors
+            RecalledLine(Evidence.of(u), cosine, ("archive",), rank) for rank, (u, cosine) in enumerate(found)
         )
+        if not lines:
+            return held
         archived = replace(
             held,
             paths=(),
@@ -698,7 +696,7 @@ class Memory:
                     before is not None
                     and before.id is not None
                     and before.speaker != e.speaker
-                    and before.text.rstrip().endswith("?")
+                    and not is_statement(before.text)
                     and self.tokenizer.count(before.text) <= opts.trim_above
                     and window.admits(before.speaker, before.time)
                     and self.store.held_ids_among([before.id])

@@ -561,14 +561,16 @@ class Store:
         found = {u.id: u for u in self.utterances(r[0] for r in rows)}
         return [(found[r[0]], 1.0 - float(r[1])) for r in rows if r[0] in found]
 
-    def archived_lines(self, vector: np.ndarray, k: int, window: RecallFilter | None = None) -> list[Utterance]:
-        """The k archived lines nearest to `vector` by cosine inside `window`, nearest first, whether
-        or not the memory still holds them. Forgotten and expired lines are gone from the archive,
-        and so from here."""
+    def archived_lines(
+        self, vector: np.ndarray, k: int, window: RecallFilter | None = None
+    ) -> list[tuple[Utterance, float]]:
+        """The k archived lines nearest to `vector` inside `window`, with their cosine, nearest first,
+        whether or not the memory still holds them. Forgotten and expired lines are gone from the
+        archive, and so from here."""
         want, most = 4 * k, min(self.utterance_count(), _MAX_KNN)
         while most > 0:
             hits = self.search_utterances(vector, min(want, most))
-            found = [u for u, _ in hits if window is None or window.admits(u.speaker, u.time)]
+            found = [(u, cos) for u, cos in hits if window is None or window.admits(u.speaker, u.time)]
             if len(found) >= k or want >= most:
                 return found[:k]
             want *= 4
