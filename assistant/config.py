@@ -155,6 +155,7 @@ class AnswerOptions:
     min_score_share: float = _range(0.0, 1.0)
     arm_best_lines: int = _range(0, 1000)
     archive_fallback: bool
+    archive_margin: float = _range(0.0, 1.0)
 
 
 @dataclass(frozen=True)

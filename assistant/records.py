@@ -347,8 +347,8 @@ class Retrieval:
     replies: tuple[Evidence, ...] = ()
     # The one speaker the question is about, whose own lines recall ranked first (not a filter).
     about: str | None = None
-    # Whether `lines` come from the archive, not the bounded memory: the memory held nothing
-    # relevant and `answer.archive_fallback` let recall look among every archived line.
+    # Whether `lines` come from the archive, not the bounded memory: the memory held nothing as
+    # relevant (`answer.archive_fallback`, `answer.archive_margin`).
     from_archive: bool = False
 
     @property
@@ -357,7 +357,7 @@ class Retrieval:
 
 
 # How every client labels an answer or a search that rests on the archive, not the memory.
-FROM_ARCHIVE = "from the archive: the memory kept nothing on this, and a later line may have changed it"
+FROM_ARCHIVE = "from the archive: the memory kept nothing as close to this, and a later line may have changed it"
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
-"""Falling back to the archive: where the bounded memory holds nothing relevant, recall may read
-every archived line (`memory.answer.archive_fallback`), says so, and never reaches a line that was
-forgotten or has expired."""
+"""Falling back to the archive: where the bounded memory holds nothing relevant, or nothing as
+relevant as an archived line by `memory.answer.archive_margin`, recall may read every archived line
+(`memory.answer.archive_fallback`), says so, and never reaches a line that was forgotten or has
+expired."""
 
 from __future__ import annotations
 
@@ -30,12 +31,16 @@ _OTHER_TALK = (
 )
 
 
-def _a_week_of_other_talk(fallback: bool, tmp_path, **memory):
-    """A memory whose budget let the line about the key go under a few days of other talk."""
-    mem = open_memory(tmp_path / "data", budget=200, answer={"archive_fallback": fallback}, **memory)
+def _a_week_of_other_talk(fallback: bool, tmp_path, *, margin: float = 0.2, later: str = "", **memory):
+    """A memory whose budget let the line about the key go under a few days of other talk (and
+    then `later` was said, which it holds)."""
+    answer = {"archive_fallback": fallback, "archive_margin": margin}
+    mem = open_memory(tmp_path / "data", budget=200, answer=answer, **memory)
     mem.add("Ana", KEY, T0)
     for i in range(64):
         mem.add("Sam" if i % 2 else "Ana", _OTHER_TALK[i % len(_OTHER_TALK)].format(n=i + 2), T0 + 3600 * (i + 1))
+    if later:
+        mem.add("Sam", later, T0 + 3600 * 70)
     mem.flush()
     key_id = next(u.id for u in mem.store.utterances(range(1, 100)) if u.text == KEY)
     assert mem.store.held_ids_among([key_id]) == []  # the memory let it go; the archive keeps it
@@ -64,6 +69,32 @@ def test_on_a_line_the_memory_let_go_is_found_in_the_archive_and_labelled(tmp_pa
         # A question the memory does hold something on never reaches the archive.
         assert not mem.search("How much is the train to Galway?").from_archive
         check_invariants(mem)
+    finally:
+        mem.close()
+
+
+# Held after the key was let go: it shares the question's words, far less than the key's line does.
+SHED_ROOF = "The shed roof needs new felt before the winter."
+
+
+def test_an_archived_line_far_nearer_than_anything_held_is_read_there(tmp_path):
+    mem, key_id = _a_week_of_other_talk(True, tmp_path, later=SHED_ROOF)
+    try:
+        held = mem.store.held_ids_among(u.id for u in mem.store.utterances(range(1, 100)) if u.text == SHED_ROOF)
+        assert held  # the memory holds something on the shed
+        found = mem.search(QUESTION)
+        assert found.from_archive and found.lines[0].evidence.utterance_id == key_id
+    finally:
+        mem.close()
+
+
+def test_a_held_line_near_enough_keeps_the_question_in_the_memory(tmp_path):
+    # The same memory, with a margin no archived line can clear: the shed roof is what it reads.
+    mem, key_id = _a_week_of_other_talk(True, tmp_path, margin=1.0, later=SHED_ROOF)
+    try:
+        found = mem.search(QUESTION)
+        assert not found.from_archive and key_id not in [r.evidence.utterance_id for r in found.lines]
+        assert any(r.evidence.text == SHED_ROOF for r in found.lines)
     finally:
         mem.close()
 

@@ -13,7 +13,7 @@ each stream the synthetic stream's facts are asked too, each system's context ch
 latest stated value, only a superseded one, or neither (`synthetic.Probe`, as `bench scale` does).
 
 The systems side by side are `prostream` at the budget, `prostream-archive` (the same memory,
-falling back to the archive where it holds nothing relevant: its own system, never folded into
+falling back to the archive where it holds nothing as relevant: its own system, never folded into
 `prostream`'s figures), `rag` over every line (unbounded) and
 `rag-budget` (`rag` over the most recent lines that fit the same budget). On a CPU the defaults
 are scaled down from the product's: `token_budget` 4,096 and a stream of 10x that (about 41,000

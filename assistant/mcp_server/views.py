@@ -55,7 +55,7 @@ class AnswerView(BaseModel):
     from_archive: bool = Field(
         default=False,
         description="true when the answer rests on archived lines the bounded memory no longer holds "
-        "(the memory held nothing relevant); a later line may have changed them",
+        "(the memory held nothing as relevant); a later line may have changed them",
     )
 
     @classmethod
@@ -73,7 +73,7 @@ class RecalledLine(Line):
     score: float
     found_by: list[str] = Field(
         description="Which retrieval arms found it: lexical, dense, tree, buffer, neighbour; archive when the "
-        "memory held nothing relevant and the line comes from the archive"
+        "memory held nothing as relevant and the line comes from the archive"
     )
 
     @classmethod
@@ -95,7 +95,7 @@ class SearchView(BaseModel):
         "(only the speaker's own, when limited to one)",
     )
     from_archive: bool = Field(
-        default=False, description="true when the lines come from the archive: the memory held nothing relevant"
+        default=False, description="true when the lines come from the archive: the memory held nothing as relevant"
     )
 
     @classmethod

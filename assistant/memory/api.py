@@ -614,15 +614,20 @@ class Memory:
             found.replies,
             found.about,
         )
-        if opts.answer.archive_fallback and self._relevance(retrieval, vector) < opts.answer.min_relevance:
+        if opts.answer.archive_fallback:
             retrieval = self._from_archive(retrieval, vector)
         return retrieval, vector
 
     def _from_archive(self, held: Retrieval, vector: np.ndarray) -> Retrieval:
-        """Where the memory holds nothing relevant, the archived lines nearest the question, whether
-        or not the memory still holds them (`answer.archive_fallback`), marked as from the archive;
-        `held` when the archive has nothing relevant either. Forgotten and expired lines are no
-        longer archived, so the fallback cannot bring them back."""
+        """The archived lines nearest the question, whether or not the memory still holds them, marked
+        as from the archive, where the memory holds nothing relevant (`answer.min_relevance`) or
+        nothing as relevant as they are by `answer.archive_margin`; else `held`
+        (`answer.archive_fallback`). Forgotten and expired lines are no longer archived, so the
+        fallback cannot bring them back."""
+        opts = self.settings.memory.answer
+        kept = self._relevance(held, vector)
+        if kept >= opts.min_relevance and kept + opts.archive_margin > 1.0:
+            return held  # relevance is at most 1: no archived line can be nearer by the margin
         found = self.store.archived_lines(vector, self.settings.memory.retrieval.dense_k, held.filter)
         lines = tuple(
             RecalledLine(Evidence.of(u), cosine, ("archive",), rank) for rank, (u, cosine) in enumerate(found)
@@ -637,9 +642,10 @@ class Memory:
             from_archive=True,
             relevance=max((r.score for r in lines), default=0.0),
         )
-        if self._relevance(archived, vector) < self.settings.memory.answer.min_relevance:
+        nearest = self._relevance(archived, vector)
+        if nearest < opts.min_relevance:
             return held
-        return archived
+        return archived if kept < opts.min_relevance or nearest >= kept + opts.archive_margin else held
 
     def _with_inferred(self, given: RecallFilter, reading: QuestionReading) -> RecallFilter:
         """The caller's filter, completed by what the question's own words name (a bound given wins)."""

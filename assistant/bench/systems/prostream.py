@@ -104,7 +104,7 @@ class ProStreamSystem(System):
 class ProStreamArchiveSystem(ProStreamSystem):
     name = "prostream-archive"
     description = (
-        "the product's memory, falling back to every archived line where it holds nothing relevant "
+        "the product's memory, falling back to every archived line where it holds nothing as relevant "
         "(memory.answer.archive_fallback)"
     )
     archive_fallback = True
