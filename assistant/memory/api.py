@@ -586,8 +586,11 @@ class Memory:
         q = self.check_question(query)
         return self._recall(q, self.recall_filter(since=since, until=until, speaker=speaker), use=use, now=now)[0]
 
-    def _recall(self, q: str, given: RecallFilter, *, use: bool, now: float | None) -> tuple[Retrieval, np.ndarray]:
-        """`search` of a checked question and filter, and the embedding of the topic it recalled with."""
+    def _recall(
+        self, q: str, given: RecallFilter, *, use: bool, now: float | None
+    ) -> tuple[Retrieval, np.ndarray, float]:
+        """`search` of a checked question and filter, the embedding of the topic it recalled with, and
+        the relevance of its nearest line (`_relevance`), which decides the archive and the answer."""
         now = _time.time() if now is None else now
         opts = self.settings.memory
         reading = read_question(q, self.store.speaker_names(), now, self.settings.zone)
@@ -614,26 +617,26 @@ class Memory:
             found.replies,
             found.about,
         )
+        nearest = self._relevance(retrieval, vector)
         if opts.answer.archive_fallback:
-            retrieval = self._from_archive(retrieval, vector)
-        return retrieval, vector
+            retrieval, nearest = self._from_archive(retrieval, vector, nearest)
+        return retrieval, vector, nearest
 
-    def _from_archive(self, held: Retrieval, vector: np.ndarray) -> Retrieval:
-        """The archived lines nearest the question, whether or not the memory still holds them, marked
+    def _from_archive(self, held: Retrieval, vector: np.ndarray, kept: float) -> tuple[Retrieval, float]:
+        """The archived lines nearest the question (whether or not the memory still holds them), marked
         as from the archive, where the memory holds nothing relevant (`answer.min_relevance`) or
-        nothing as relevant as they are by `answer.archive_margin`; else `held`
-        (`answer.archive_fallback`). Forgotten and expired lines are no longer archived, so the
-        fallback cannot bring them back."""
+        nothing as relevant as they are by `answer.archive_margin`; else `held`, whose relevance is
+        `kept`. Either with its relevance. Forgotten and expired lines are no longer archived, so
+        the fallback cannot bring them back."""
         opts = self.settings.memory.answer
-        kept = self._relevance(held, vector)
         if kept >= opts.min_relevance and kept + opts.archive_margin > 1.0:
-            return held  # relevance is at most 1: no archived line can be nearer by the margin
+            return held, kept  # relevance is at most 1: no archived line can be nearer by the margin
         found = self.store.archived_lines(vector, self.settings.memory.retrieval.dense_k, held.filter)
         lines = tuple(
             RecalledLine(Evidence.of(u), cosine, ("archive",), rank) for rank, (u, cosine) in enumerate(found)
         )
         if not lines:
-            return held
+            return held, kept
         archived = replace(
             held,
             paths=(),
@@ -643,9 +646,9 @@ class Memory:
             relevance=max((r.score for r in lines), default=0.0),
         )
         nearest = self._relevance(archived, vector)
-        if nearest < opts.min_relevance:
-            return held
-        return archived if kept < opts.min_relevance or nearest >= kept + opts.archive_margin else held
+        if nearest >= opts.min_relevance and (kept < opts.min_relevance or nearest >= kept + opts.archive_margin):
+            return archived, nearest
+        return held, kept
 
     def _with_inferred(self, given: RecallFilter, reading: QuestionReading) -> RecallFilter:
         """The caller's filter, completed by what the question's own words name (a bound given wins)."""
@@ -734,14 +737,13 @@ class Memory:
         """
         t0 = _time.perf_counter()
         q = self.check_question(question)
-        retrieval, topic = self._recall(
+        retrieval, topic, nearest = self._recall(
             q, self.recall_filter(since=since, until=until, speaker=speaker), use=False, now=now
         )
         opts = self.settings.memory.answer
         # Nothing to say: no recalled line comes near the question, in its words or in meaning
         # (`relevance`). The model would only guess; below the threshold the answer is "not
         # mentioned" without asking it. Above it the model may still decline, and that stands.
-        nearest = self._relevance(retrieval, topic)
         if nearest < opts.min_relevance:
             return PreparedQuestion(retrieval, None, (_time.perf_counter() - t0) * 1000, nearest)
         context = build_context(

@@ -567,14 +567,15 @@ class Store:
         """The k archived lines nearest to `vector` inside `window`, with their cosine, nearest first,
         whether or not the memory still holds them. Forgotten and expired lines are gone from the
         archive, and so from here."""
-        want, most = 4 * k, min(self.utterance_count(), _MAX_KNN)
-        while most > 0:
-            hits = self.search_utterances(vector, min(want, most))
+        want = 4 * k
+        while True:
+            asked = min(want, _MAX_KNN)
+            hits = self.search_utterances(vector, asked)
             found = [(u, cos) for u, cos in hits if window is None or window.admits(u.speaker, u.time)]
-            if len(found) >= k or want >= most:
+            # Fewer hits than asked: the whole archive was read (no count of it needed first).
+            if len(found) >= k or len(hits) < asked or asked == _MAX_KNN:
                 return found[:k]
             want *= 4
-        return []
 
     # --- short-term sensing buffer and pending buffer ------------------------------------
 
