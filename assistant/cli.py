@@ -309,6 +309,8 @@ def _print_search(found: SearchResult, zone: tzinfo) -> None:
         click.echo(
             f"  {line.score:.3f}  {click.style(line.speaker, bold=True)} {format_time(line.time, zone)}  {line.text}"
         )
+        for ev in line.history:
+            click.secho(f"         earlier: {ev.speaker} {format_time(ev.time, zone)}  {ev.text}", dim=True)
     if found.replies:
         click.secho(f"replies to the best matches ({len(found.replies)}):", bold=True)
         for ev in found.replies:

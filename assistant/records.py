@@ -522,7 +522,8 @@ class MemoryNode:
 
 @dataclass(frozen=True)
 class SearchLine:
-    """A recalled line as a search shows it: the utterance, its score and the arms that found it."""
+    """A recalled line as a search shows it: the utterance, its score, the arms that found it and
+    the older lines it supersedes."""
 
     utterance_id: int
     speaker: str
@@ -530,6 +531,9 @@ class SearchLine:
     text: str
     score: float
     found_by: tuple[str, ...] = ()
+    # Held lines that stated an older value of what this line says, oldest first
+    # (`RecalledLine.history`): what changed, for a person reading the search.
+    history: tuple[Evidence, ...] = ()
 
     @property
     def evidence(self) -> Evidence:
@@ -569,7 +573,12 @@ class SearchResult:
             relevance=round(found.relevance, 4),
             filter=found.filter,
             lines=tuple(
-                SearchLine(**dataclasses.asdict(line.evidence), score=round(line.score, 4), found_by=line.found_by)
+                SearchLine(
+                    **dataclasses.asdict(line.evidence),
+                    score=round(line.score, 4),
+                    found_by=line.found_by,
+                    history=line.history,
+                )
                 for line in found.lines
             ),
             paths=tuple(

@@ -1,5 +1,7 @@
 """Supersession: a later line stating a new value makes the earlier one history, in the budget and in recall."""
 
+from datetime import UTC
+
 import pytest
 
 from assistant.config import BudgetOptions
@@ -12,10 +14,12 @@ from assistant.memory.supersede import (
     QUANTITY,
     Value,
     ValueTagger,
-    earlier_values,
     value_pair,
 )
-from assistant.records import ForgetFilter, Level, Utterance
+from assistant.cli import _print_search
+from assistant.mcp_server.views import SearchView
+from assistant.records import ForgetFilter, Level, SearchResult, Utterance
+from assistant.wire import from_json, to_json
 
 from .conftest import check_invariants, open_memory
 
@@ -61,20 +65,6 @@ def test_values_are_numbers_dates_and_names():
     assert (NAME, "hotel aurora") in keys
     # The first word of a sentence is capitalised whatever it is.
     assert all(v.key != "on" for v in values)
-
-
-def test_the_earlier_value_is_said_as_it_was_said():
-    tagger = ValueTagger()
-    assert earlier_values(tagger, "We fly out on Tuesday 14 May.", "The flight moved to Friday 21 May.") == [
-        "Tuesday 14 May"
-    ]
-    assert earlier_values(tagger, "The quote is 3,100 pounds.", "The quote is 3,450 pounds, up from 3,100.") == [
-        "3,100"
-    ]
-    assert earlier_values(tagger, "The quote is 3,100 pounds.", "Yes, 3,100 pounds.") == []
-    # A new name: the old name, not the one both lines are about.
-    old, new = "The Kestrel launch is run by Nadia Brook.", "The Kestrel launch is run by Tomas Ortiz now."
-    assert earlier_values(tagger, old, new) == ["Nadia Brook"]
 
 
 @pytest.mark.parametrize(
@@ -308,6 +298,26 @@ def test_recall_shows_the_current_value_first(tmp_path):
         assert [e.text for e in found.lines[0].history] == [old]
     finally:
         mem.close()
+
+
+def test_search_shows_what_the_current_value_replaced(tmp_path, capsys):
+    """Every client's search shows the old line under its successor: the CLI, the JSON the daemon
+    and the typed client exchange, and MCP."""
+    mem = open_memory(tmp_path)
+    try:
+        old, new = "The budget for the Lisbon trip is 2,000 euros.", "The Lisbon trip budget went up to 2,600 euros."
+        _updates(mem, [(old, 1000.0), (new, 3 * DAY)])
+        result = SearchResult.of(mem.search("What is the budget for the Lisbon trip?", use=False))
+    finally:
+        mem.close()
+    assert result.lines[0].text == new
+    assert [e.text for e in result.lines[0].history] == [old]
+    assert from_json(SearchResult, to_json(result)) == result
+    assert [e.text for e in SearchView.of(result, UTC).lines[0].earlier] == [old]
+    _print_search(result, UTC)
+    shown = capsys.readouterr().out.splitlines()
+    at = next(i for i, row in enumerate(shown) if row.endswith(new))
+    assert shown[at + 1].strip().startswith("earlier: Ana") and shown[at + 1].endswith(old)
 
 
 def test_a_forgotten_successor_gives_the_old_line_back(tmp_path):

@@ -75,6 +75,10 @@ class RecalledLine(Line):
         description="Which retrieval arms found it: lexical, dense, tree, buffer, neighbour; archive when the "
         "memory held nothing as relevant and the line comes from the archive"
     )
+    earlier: list[Line] = Field(
+        default_factory=list,
+        description="Older lines this one supersedes (the same fact with an older value), oldest first",
+    )
 
     @classmethod
     def recalled(cls, line: SearchLine, zone: tzinfo) -> RecalledLine:
@@ -82,6 +86,7 @@ class RecalledLine(Line):
             **Line.of(line.evidence, zone).model_dump(),
             score=line.score,
             found_by=list(line.found_by),
+            earlier=[Line.of(e, zone) for e in line.history],
         )
 
 

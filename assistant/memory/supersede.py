@@ -289,32 +289,6 @@ def value_pair(
     return Pair(old.id, new.id, about_the_fact(old_masked, new.text), about_the_fact(new_masked, old.text))
 
 
-def _runs(text: str, values: tuple[Value, ...]) -> list[list[Value]]:
-    """Values that stand together ("Friday 21 May", "2,400"), as runs in the order said."""
-    runs: list[list[Value]] = []
-    for v in values:
-        if runs and not text[runs[-1][-1].end : v.start].strip(" ,"):
-            runs[-1].append(v)
-        else:
-            runs.append([v])
-    return runs
-
-
-def earlier_values(tagger: ValueTagger, old: str, new: str) -> list[str]:
-    """What `old` said that `new` replaced, as it was said, for a context to show as history
-    ("earlier: Tuesday 14 May"): where the new line names a new quantity, each run of values in
-    the old line that holds a quantity (an update often repeats the value it replaces: "3,450, up
-    from 3,100"); where it names a new name, the old line's names it does not repeat."""
-    old_values, new_values = tagger.values([old, new])
-    named = {_ident(v) for v in new_values}
-    changed = {v.kind for v in new_values if _ident(v) not in {_ident(o) for o in old_values}}
-    return [
-        old[run[0].start : run[-1].end]
-        for run in _runs(old, old_values)
-        if any(v.kind in changed and (v.kind == QUANTITY or _ident(v) not in named) for v in run)
-    ]
-
-
 class Supersession:
     """Finds which held lines a block's new lines supersede."""
 
