@@ -553,12 +553,11 @@ def test_everyday_days_through_the_llm_keep_what_was_said_and_who_said_it(
     # The LLM writes the topics (distill mode llm) and confirms the commitments, as a user's
     # digest does. Every commitment listed is an expected one or one only a model could rule out,
     # in the words said, with its time and cited; no topic gives an act to someone who did not do it.
-    sections: dict = {"time_zone": EVERYDAY["zone"], "llm": {"n_threads": 1}}
+    sections: dict = {"time_zone": EVERYDAY["zone"], "llm": {"n_threads": 1}, "memory": {"distill": {"mode": "llm"}}}
     if model is not None:
         sections["models"] = {"llm": model}
     data = tmp_path / "data"
     settings = load_settings(user_file=data / "none.yaml", overrides=overrides(data, **sections))
-    assert settings.memory.distill.mode == "llm"
     found, topics = [], []
     with Memory(settings) as mem:
         mem.add_many(everyday_utterances())

@@ -4,7 +4,9 @@ from datetime import UTC
 
 import pytest
 
+from assistant.cli import _print_search
 from assistant.config import BudgetOptions
+from assistant.mcp_server.views import SearchView
 from assistant.memory.budget import enforce_budget
 from assistant.memory.supersede import (
     NAME,
@@ -16,8 +18,6 @@ from assistant.memory.supersede import (
     ValueTagger,
     value_pair,
 )
-from assistant.cli import _print_search
-from assistant.mcp_server.views import SearchView
 from assistant.records import ForgetFilter, Level, SearchResult, Utterance
 from assistant.wire import from_json, to_json
 
