@@ -107,7 +107,7 @@ def test_search_limited_to_a_speaker_and_a_window(daemon: DaemonProcess) -> None
     # Sam spoke three times that morning (09:02 to 09:05 UTC).
     assert found["lines"] and all(inside(line, found["filter"]) for line in found["lines"]), found["lines"]
     for line in found["lines"]:
-        assert set(line) == {"utterance_id", "speaker", "time", "text", "score", "found_by"}
+        assert set(line) == {"utterance_id", "speaker", "time", "text", "score", "found_by", "history"}
     # The short-term buffer holds the last ten lines, all three speakers', and the reply to a best
     # match may be anyone's: each of the three parts keeps to Sam's lines of the 17th.
     status, found = post(daemon, "/search", {"question": "the design review", "speaker": "Sam", "since": "2026-11-17"})
