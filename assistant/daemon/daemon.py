@@ -4,13 +4,14 @@ Threads, and what flows between them (one way):
 
     capture ──segments──▶ SegmentQueue (memory, then disk) ──▶ transcribe ──▶ writer ──▶ events
                                                                                  ▲
-    distill (LLM) ◀──pending blocks── writer ──mount──────────────────────────────┘
+    distill ◀──pending blocks── writer ──mount────────────────────────────────────┘
     API requests ──short calls──▶ writer;  answers stream from the LLM outside the writer
 
 The writer is the only thread that touches the memory. An utterance is *acknowledged* (sent
 to live-transcript subscribers) only after its transaction commits, so anything a client
-has seen survives a crash. The LLM is shared by answers and distillation under one lock;
-distillation only ever waits for it, so questions never stall what is being heard.
+has seen survives a crash. In `memory.distill.mode: llm` the LLM is shared by answers and
+distillation under one lock; distillation only ever waits for it, so questions never stall what
+is being heard (the default, extractive, distils without it).
 
 Push-to-talk (`push_to_talk.PushToTalk`: a spoken question, or a voice to enroll), the quiet hours
 (`quiet_hours.QuietHours`) and config reload (`reload.SettingsReload`) are parts the daemon holds;
