@@ -153,7 +153,6 @@ class AnswerOptions:
     whole_lines: int = _range(0, 10_000)
     trim_above: int = _range(0, 100_000)
     min_score_share: float = _range(0.0, 1.0)
-    arm_best_lines: int = _range(0, 1000)
     archive_fallback: bool
     archive_margin: float = _range(0.0, 1.0)
 

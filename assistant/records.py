@@ -316,8 +316,6 @@ class RecalledLine:
     score: float
     # Which retrieval arms found it: "lexical", "dense", "tree", "buffer", "neighbour".
     found_by: tuple[str, ...] = ()
-    # Its best place in any one arm's ranking (0: some arm's first line); None when no arm ranked it.
-    best_rank: int | None = None
     # Held lines this one supersedes (memory/supersede.py: the same fact with an older value),
     # oldest first: recall ranks them here, behind their successor, rather than as lines of their own.
     history: tuple[Evidence, ...] = ()

@@ -290,7 +290,7 @@ def test_lines_far_below_the_best_match_stay_out_of_the_context(tmp_path):
             tmp_path / f"data-{share}",
             question,
             retrieval={"reply_lines": 0},
-            answer={"min_score_share": share, "arm_best_lines": 0, "neighbours": 0},
+            answer={"min_score_share": share, "neighbours": 0},
         )
         assert prepared.prompt is not None
         scores = {r.evidence.utterance_id: r.score for r in prepared.retrieval.lines}
@@ -303,52 +303,6 @@ def test_lines_far_below_the_best_match_stay_out_of_the_context(tmp_path):
     # With it, exactly the lines at or above the floor are quoted.
     assert {e.utterance_id for e in narrow} == {u for u, s in scores.items() if s >= 0.6 * best}
     assert any("hotel" in e.text for e in narrow) and narrow_tokens < wide_tokens
-
-
-RUNNING = [
-    ("Ana", "I went running along the river this morning, ten kilometres."),
-    ("Sam", "Running that far before work is impressive."),
-    ("Ana", "Running clears my head, it is how I de-stress."),
-    ("Sam", "I should start running again, my knees hurt last time."),
-    ("Ana", "New running shoes helped my knees a lot."),
-    ("Sam", "Which running shoes did you buy?"),
-    ("Ana", "Trail running shoes with a wide toe box."),
-    ("Sam", "Maybe we can go running together on Saturday."),
-    ("Ana", "Yes, a slow run on Saturday sounds good."),
-    ("Sam", "I will bring water for the run."),
-    ("Ana", "My cousin Zorblat sends his regards from Oslo."),
-    ("Sam", "The weather for the run on Saturday looks fine."),
-]
-
-
-def test_a_line_one_arm_ranks_first_passes_the_floor(tmp_path):
-    """`answer.arm_best_lines`: fusion sums the arms' reciprocal ranks, so a line only one arm finds
-    scores about half of a line two arms agree on and falls under a floor of 0.6, even when that arm
-    ranks it first: here the only line that names Zorblat, which BM25 ranks first and the nearest
-    lines in meaning (about running on Saturday) do not include."""
-    question = "Does Zorblat like running on Saturday?"
-    quoted = {}
-    for spare in (0, 1):
-        mem = open_memory(
-            tmp_path / f"data-{spare}",
-            # Shallow arms, so that in a dozen lines each arm finds lines the other does not.
-            retrieval={"lexical_k": 2, "dense_k": 2, "tree": False, "reply_lines": 0},
-            answer={"min_score_share": 0.6, "arm_best_lines": spare, "neighbours": 0},
-        )
-        mem.add_many([Utterance(s, t, T0 + 60 * i) for i, (s, t) in enumerate(RUNNING)])
-        prepared = mem.prepare(question, use=False)
-        assert prepared.prompt is not None
-        lines = prepared.retrieval.lines
-        floor = 0.6 * lines[0].score
-        zorblat = next(r for r in lines if "Zorblat" in r.evidence.text)
-        assert zorblat.found_by == ("lexical",) and zorblat.best_rank == 0 and zorblat.score < floor
-        quoted[spare] = {e.text for e in prepared.prompt.sources}
-        expected = {
-            r.evidence.text for r in lines if r.score >= floor or (r.best_rank is not None and r.best_rank < spare)
-        }
-        assert quoted[spare] == expected
-        mem.close()
-    assert zorblat.evidence.text in quoted[1] - quoted[0]
 
 
 SUMMER = [

@@ -632,9 +632,7 @@ class Memory:
         if kept >= opts.min_relevance and kept + opts.archive_margin > 1.0:
             return held, kept  # relevance is at most 1: no archived line can be nearer by the margin
         found = self.store.archived_lines(vector, self.settings.memory.retrieval.dense_k, held.filter)
-        lines = tuple(
-            RecalledLine(Evidence.of(u), cosine, ("archive",), rank) for rank, (u, cosine) in enumerate(found)
-        )
+        lines = tuple(RecalledLine(Evidence.of(u), cosine, ("archive",)) for u, cosine in found)
         if not lines:
             return held, kept
         archived = replace(
@@ -674,17 +672,12 @@ class Memory:
 
         With `answer.min_score_share`, a line scoring below that share of the best line's is not
         offered at all: the 0.5B answerer finds the evidence among a few strong matches more often
-        than among many weak ones, however much room the cap leaves. A line one arm ranks among
-        its first `answer.arm_best_lines` is no weak match, though only that arm found it."""
+        than among many weak ones, however much room the cap leaves."""
         opts = self.settings.memory.answer
         # Fused scores are positive (reciprocal ranks plus a non-negative utility tie-break), so a
         # share of 0 keeps every line.
         floor = opts.min_score_share * retrieval.lines[0].score if retrieval.lines else 0.0
-        lines = [
-            r.evidence
-            for r in retrieval.lines
-            if r.score >= floor or (r.best_rank is not None and r.best_rank < opts.arm_best_lines)
-        ]
+        lines = [r.evidence for r in retrieval.lines if r.score >= floor]
         summaries: dict[int, str] = {}
         if opts.summaries and lines:
             node_ids = self.store.node_ids_of(e.utterance_id for e in lines)

@@ -68,19 +68,16 @@ class Recall:
 class _Fused:
     score: float
     found_by: tuple[str, ...]
-    best_rank: int
 
 
 def _fuse(arms: dict[str, list[tuple[int, float]]], k0: float) -> dict[int, _Fused]:
     fused: dict[int, float] = {}
     found: dict[int, list[str]] = {}
-    best: dict[int, int] = {}
     for arm, ranked in arms.items():
         for rank, (uid, _) in enumerate(ranked):
             fused[uid] = fused.get(uid, 0.0) + 1.0 / (k0 + rank + 1)
             found.setdefault(uid, []).append(arm)
-            best[uid] = min(best.get(uid, rank), rank)
-    return {uid: _Fused(score, tuple(found[uid]), best[uid]) for uid, score in fused.items()}
+    return {uid: _Fused(score, tuple(found[uid])) for uid, score in fused.items()}
 
 
 def _tree_arm(
@@ -185,14 +182,12 @@ def current_first(store: Store, lines: list[RecalledLine], window: RecallFilter)
         history = (r.evidence,) if current is not r.evidence else ()
         kept = merged.get(current.utterance_id)
         if kept is None:
-            merged[current.utterance_id] = RecalledLine(current, r.score, r.found_by, r.best_rank, history)
+            merged[current.utterance_id] = RecalledLine(current, r.score, r.found_by, history)
             continue
-        ranks = [b for b in (kept.best_rank, r.best_rank) if b is not None]
         merged[current.utterance_id] = RecalledLine(
             current,
             max(kept.score, r.score),
             tuple(dict.fromkeys(kept.found_by + r.found_by)),
-            min(ranks) if ranks else None,
             tuple(sorted(kept.history + history, key=lambda e: (e.time, e.utterance_id))),
         )
     return sorted(merged.values(), key=lambda r: -r.score)
@@ -259,7 +254,6 @@ def recall(
                 Evidence.of(u),
                 f.score + 1e-6 * tie(uid),
                 f.found_by,
-                f.best_rank,
             )
         )
     lines.sort(key=lambda r: -r.score)
