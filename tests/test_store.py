@@ -139,3 +139,23 @@ def test_nested_atomic_rolls_back_inner_only(store):
                 store.add_utterance(Utterance("Ana", "dropped", 2.0), unit(2))
                 raise ValueError
     assert [u.text for u in store.utterances([1, 2])] == ["kept"]
+
+
+def test_a_rolled_back_vector_change_leaves_the_archived_vector(store):
+    # Held lines' vectors are read from the in-process index: after a rollback it must be
+    # rebuilt from the table, not from itself.
+    *_, u = _tree(store)
+    with pytest.raises(RuntimeError):
+        with store.atomic():
+            store.set_utterance_vector(u.id, unit(9))
+            raise RuntimeError("crash mid-write")
+    assert np.allclose(store.utterance_vectors([u.id])[u.id], unit(1))
+
+
+def test_an_expired_line_has_no_vector_left(store):
+    from assistant.memory.forget import expire
+
+    old = store.add_utterance(Utterance("Ana", "The boiler was serviced.", 100.0), unit(1))
+    assert old.id in store.utterance_vectors([old.id])
+    assert expire(store, days=1.0, now=100.0 + 3 * 86_400) == 1
+    assert store.utterance_vectors([old.id]) == {}

@@ -192,6 +192,7 @@ def expire(store: Store, days: float, now: float) -> int:
     with store.atomic():
         ids = forgetting.expired_ids(db, cutoff)
         forgetting.delete_utterances(db, ids)
+        store.unindex_lines(ids)
         if ids:
             store.audit("expire", {"utterances": len(ids), "days": days})
     if ids:
