@@ -246,6 +246,10 @@ class Evidence:
         """The evidence an archived utterance gives (an unsaved one has id 0)."""
         return cls(utterance_id=u.id or 0, speaker=u.speaker, time=u.time, text=u.text)
 
+    def utterance(self) -> Utterance:
+        """The archived utterance this evidence quotes."""
+        return Utterance(self.speaker, self.text, self.time, self.utterance_id)
+
     def cite(self, zone: tzinfo | None = None) -> str:
         """ "Sam, 2023-08-14 10:00 WEST: “...”", the time in `zone` (None = the system's)."""
         return f"{self.speaker}, {format_time(self.time, zone)}: \u201c{self.text}\u201d"

@@ -1,5 +1,6 @@
 """Supersession: a later line stating a new value makes the earlier one history, in the budget and in recall."""
 
+from dataclasses import replace
 from datetime import UTC
 
 import pytest
@@ -362,3 +363,53 @@ def test_the_caches_stay_bounded_and_never_lose_a_line_the_call_needs():
     again = tagger.values(["We paid 40 euros.", "It costs 55 now.", "The rent went up to 900."])
     assert again[0] == first[0] and [v.key for v in again[2]] == ["900"]
     assert len(tagger._cache) <= 3
+
+
+# A morning's household talk: the plumber's visit, moved in a line that names neither the
+# plumber nor the boiler, and other things coming or fixed around it.
+_PLUMBER = [
+    ("Ana", "The plumber is coming to fix the boiler on Tuesday 3 March.", 0.0),
+    ("Bo", "My cat knocked a plant off the shelf this morning.", 60.0),
+    ("Ana", "I finally fixed the squeaky door hinge.", 120.0),
+    ("Bo", "They moved it to Friday 6 March, he had another job.", 2 * DAY),
+    ("Ana", "The printer on the second floor is jammed again.", 2 * DAY + 60),
+    ("Bo", "My brother is coming to visit at Easter.", 2 * DAY + 120),
+    ("Ana", "Can you fix the bike light before the weekend?", 2 * DAY + 180),
+    ("Bo", "The boiler room smells a bit damp lately.", 2 * DAY + 240),
+    ("Ana", "The electrician fixed the kitchen socket last month.", 2 * DAY + 300),
+    ("Bo", "The gardener is coming every other Wednesday now.", 2 * DAY + 360),
+]
+
+
+def test_a_later_value_the_floor_would_cut_is_shown_with_the_line_it_may_update(tmp_path):
+    """An update that does not repeat the question's words ranks low, under the floor
+    (`answer.min_score_share`), while the line it updates passes: the answer would give the old
+    day. A line that may state a new value for a line the answer is shown is shown too."""
+    mem = open_memory(tmp_path)
+    try:
+        _said(mem, [(s, text, 1_700_000_000.0 + t) for s, text, t in _PLUMBER])
+        assert _links(mem) == set()  # too unlike the first line, masked, to be linked when said
+        prepared = mem.prepare("When is the plumber coming to fix the boiler?", use=False)
+        scores = {r.evidence.text: r.score for r in prepared.retrieval.lines}
+        best, moved = scores[_PLUMBER[0][1]], scores[_PLUMBER[3][1]]
+        assert moved < mem.settings.memory.answer.min_score_share * best  # what the floor alone would cut
+        assert prepared.prompt is not None
+        assert "Friday 6 March" in prepared.prompt.notes and "Tuesday 3 March" in prepared.prompt.notes
+    finally:
+        mem.close()
+
+
+def test_possible_updates_are_later_statements_with_a_new_value(tmp_path):
+    old = Utterance("Ana", "The quote for the kitchen is 3,100 pounds.", 10.0, 1)
+    later = Utterance("Bo", "It came back at 3,450 pounds in the end.", 20.0, 2)
+    earlier = Utterance("Bo", "It came back at 2,900 pounds at first.", 5.0, 3)
+    asked = Utterance("Bo", "Is it 3,450 pounds now?", 30.0, 4)
+    same = Utterance("Bo", "Yes, 3,100 pounds for the kitchen.", 40.0, 5)
+    mem = open_memory(tmp_path)
+    try:
+        supersession = mem.engine.supersession
+        assert supersession.possible_updates([old], [later, earlier, asked, same]) == {1: [later]}
+        supersession.options = replace(supersession.options, enabled=False)
+        assert supersession.possible_updates([old], [later]) == {}
+    finally:
+        mem.close()

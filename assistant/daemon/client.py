@@ -116,7 +116,7 @@ def _one(kind: type[T]) -> Callable[[Any], T]:
 
 def _utterances(data: Any) -> list[Utterance]:
     # The API sends a line as evidence is cited (`utterance_id`, speaker, time, text).
-    return [Utterance(e.speaker, e.text, e.time, e.utterance_id) for e in _many(Evidence)(data)]
+    return [e.utterance() for e in _many(Evidence)(data)]
 
 
 def answer_line(line: dict[str, Any]) -> str | Answer:

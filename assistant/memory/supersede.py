@@ -337,3 +337,24 @@ class Supersession:
             for p in pairs
             if float(embedded[p.old_masked] @ embedded[p.new_masked]) >= opts.masked_similarity
         ]
+
+    def possible_updates(self, shown: Sequence[Utterance], rest: Sequence[Utterance]) -> dict[int, list[Utterance]]:
+        """The lines of `rest` that may state a new value for what a line of `shown` said, by the
+        id of the first shown line each may update: tests 1 and 2 alone (a later statement naming
+        a new value of one kind, of the same subject), without the masked comparison.
+
+        Recall asks this of the lines it ranked for one question, all on its subject already, and
+        a pair only adds a line to what the answer reads; a link made when a line is filed makes
+        the old line history and is pruned by, so it keeps the stricter test."""
+        found: dict[int, list[Utterance]] = {}
+        said = [u for u in rest if u.id is not None and is_statement(u.text)]
+        if not self.options.enabled or not shown or not said:
+            return found
+        tagged = self.tagger.values([u.text for u in (*shown, *said)])
+        old_values, new_values = tagged[: len(shown)], tagged[len(shown) :]
+        for new, values in zip(said, new_values, strict=True):
+            for old, before in zip(shown, old_values, strict=True):
+                if (old.time, old.id or 0) < (new.time, new.id or 0) and value_pair(old, new, before, values):
+                    found.setdefault(old.id or 0, []).append(new)
+                    break
+        return found
