@@ -680,9 +680,8 @@ class Memory:
         lines = [r.evidence for r in retrieval.lines if r.score >= floor]
         # An update that does not repeat the question's words ranks under the floor while the line
         # it updates passes, and the answer would give the old value: a line that may state a new
-        # value for a line that passed is offered too, after those that passed (the cap cuts it
-        # first). `bench scale`, 10,000 utterances, seed 0: latest held 0.72 -> 0.78, stale only
-        # 0.16 -> 0.10; LoCoMo evidence recall the same on both splits for 1-3 more tokens.
+        # value for a line that passed is offered too, after those that passed, so the cap cuts it
+        # before any of them (figures in default.yaml, `supersede.enabled`).
         updates = self.engine.supersession.possible_updates(
             [e.utterance() for e in lines], [r.evidence.utterance() for r in retrieval.lines if r.score < floor]
         )
