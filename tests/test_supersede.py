@@ -371,13 +371,15 @@ _PLUMBER = [
     ("Ana", "The plumber is coming to fix the boiler on Tuesday 3 March.", 0.0),
     ("Bo", "My cat knocked a plant off the shelf this morning.", 60.0),
     ("Ana", "I finally fixed the squeaky door hinge.", 120.0),
-    ("Bo", "They moved it to Friday 6 March, he had another job.", 2 * DAY),
+    ("Bo", "The repair got pushed back to Friday 6 March.", 2 * DAY),
     ("Ana", "The printer on the second floor is jammed again.", 2 * DAY + 60),
     ("Bo", "My brother is coming to visit at Easter.", 2 * DAY + 120),
     ("Ana", "Can you fix the bike light before the weekend?", 2 * DAY + 180),
     ("Bo", "The boiler room smells a bit damp lately.", 2 * DAY + 240),
     ("Ana", "The electrician fixed the kitchen socket last month.", 2 * DAY + 300),
     ("Bo", "The gardener is coming every other Wednesday now.", 2 * DAY + 360),
+    ("Ana", "My sister is coming to fix the garden fence tomorrow.", 2 * DAY + 420),
+    ("Bo", "The boiler manual is in the kitchen drawer.", 2 * DAY + 480),
 ]
 
 
@@ -399,17 +401,28 @@ def test_a_later_value_the_floor_would_cut_is_shown_with_the_line_it_may_update(
         mem.close()
 
 
-def test_possible_updates_are_later_statements_with_a_new_value(tmp_path):
-    old = Utterance("Ana", "The quote for the kitchen is 3,100 pounds.", 10.0, 1)
-    later = Utterance("Bo", "It came back at 3,450 pounds in the end.", 20.0, 2)
-    earlier = Utterance("Bo", "It came back at 2,900 pounds at first.", 5.0, 3)
-    asked = Utterance("Bo", "Is it 3,450 pounds now?", 30.0, 4)
-    same = Utterance("Bo", "Yes, 3,100 pounds for the kitchen.", 40.0, 5)
+def test_possible_updates_are_later_statements_with_a_new_value_near_the_line(tmp_path):
     mem = open_memory(tmp_path)
     try:
+        _said(
+            mem,
+            [
+                ("Bo", "The kitchen quote was 2,900 pounds at first.", 1000.0),
+                ("Ana", "The quote for the kitchen is 3,100 pounds.", 2000.0),
+                ("Bo", "The kitchen quote came back at 3,450 pounds in the end.", 3000.0),
+                ("Bo", "Is the kitchen quote 3,450 pounds now?", 4000.0),
+                ("Bo", "Yes, 3,100 pounds for the kitchen.", 5000.0),
+                ("Bo", "The gym costs 45 pounds a month now.", 6000.0),
+            ],
+        )
+        said = {u.text: u for u in mem.store.speaker_utterances(mem.store.speaker_id("Bo"))}
+        (old,) = mem.store.speaker_utterances(mem.store.speaker_id("Ana"))
+        rest = list(said.values())
         supersession = mem.engine.supersession
-        assert supersession.possible_updates([old], [later, earlier, asked, same]) == {1: [later]}
+        # Not the earlier value, the question, the same value, nor a new value of something else.
+        later = said["The kitchen quote came back at 3,450 pounds in the end."]
+        assert supersession.possible_updates(mem.store, [old], rest) == {old.id: [later]}
         supersession.options = replace(supersession.options, enabled=False)
-        assert supersession.possible_updates([old], [later]) == {}
+        assert supersession.possible_updates(mem.store, [old], rest) == {}
     finally:
         mem.close()

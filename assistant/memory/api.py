@@ -680,12 +680,14 @@ class Memory:
         lines = [r.evidence for r in retrieval.lines if r.score >= floor]
         # An update that does not repeat the question's words ranks under the floor while the line
         # it updates passes, and the answer would give the old value: a line that may state a new
-        # value for a line that passed is offered too, after those that passed, so the cap cuts it
-        # before any of them (figures in default.yaml, `supersede.enabled`).
+        # value for a line that passed is offered too, last (figures in default.yaml,
+        # `supersede.enabled`).
         updates = self.engine.supersession.possible_updates(
-            [e.utterance() for e in lines], [r.evidence.utterance() for r in retrieval.lines if r.score < floor]
+            self.store,
+            [e.utterance() for e in lines],
+            [r.evidence.utterance() for r in retrieval.lines if r.score < floor],
         )
-        lines += [Evidence.of(u) for e in lines for u in updates.get(e.utterance_id, [])]
+        later = [Evidence.of(u) for e in lines for u in updates.get(e.utterance_id, [])]
         summaries: dict[int, str] = {}
         if opts.summaries and lines:
             node_ids = self.store.node_ids_of(e.utterance_id for e in lines)
@@ -715,9 +717,12 @@ class Memory:
                     out.append(Candidate(Evidence.of(before)))
                     continue
             out.append(Candidate(e, summaries.get(e.utterance_id)))
-        # The replies come last: the cap cuts them before any line the arms ranked.
+        # The replies come after the lines the arms ranked, the possible updates last: the cap
+        # cuts them in the reverse order, so an update only takes room nothing else wanted.
         shown = {c.evidence.utterance_id for c in out}
         out += [Candidate(e) for e in retrieval.replies if e.utterance_id not in shown]
+        shown |= {e.utterance_id for e in retrieval.replies}
+        out += [Candidate(e) for e in later if e.utterance_id not in shown]
         return out
 
     def prepare(

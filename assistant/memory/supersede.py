@@ -338,18 +338,38 @@ class Supersession:
             if float(embedded[p.old_masked] @ embedded[p.new_masked]) >= opts.masked_similarity
         ]
 
-    def possible_updates(self, shown: Sequence[Utterance], rest: Sequence[Utterance]) -> dict[int, list[Utterance]]:
+    def possible_updates(
+        self, store: Store, shown: Sequence[Utterance], rest: Sequence[Utterance]
+    ) -> dict[int, list[Utterance]]:
         """The lines of `rest` that may state a new value for what a line of `shown` said, by the
-        id of the first shown line each may update: tests 1 and 2 alone (a later statement naming
-        a new value of one kind, of the same subject), without the masked comparison.
+        id of the first shown line each may update: a filed line's candidate (embedding cosine at
+        least `min_similarity`) that passes tests 1 and 2 (a later statement naming a new value of
+        one kind, of the same subject), without the masked comparison.
 
-        Recall asks this of the lines it ranked for one question, all on its subject already, and
-        a pair only adds a line to what the answer reads; a link made when a line is filed makes
-        the old line history and is pruned by, so it keeps the stricter test."""
+        Recall asks this of the lines it ranked for one question, and a pair only adds a line to
+        what the answer reads; a link made when a line is filed makes the old line history and is
+        pruned by, so it keeps the stricter test."""
+        opts = self.options
         found: dict[int, list[Utterance]] = {}
+        old = [u for u in shown if u.id is not None and is_statement(u.text)]
         said = [u for u in rest if u.id is not None and is_statement(u.text)]
-        if not self.options.enabled or not shown or not said:
+        if not opts.enabled or not old or not said:
             return found
+        vectors = store.utterance_vectors([u.id for u in (*old, *said) if u.id is not None])
+        tagged = self.tagger.values([u.text for u in (*old, *said)])
+        old_values, new_values = tagged[: len(old)], tagged[len(old) :]
+        for new, values in zip(said, new_values, strict=True):
+            for before, before_values in zip(old, old_values, strict=True):
+                if (
+                    (before.time, before.id or 0) < (new.time, new.id or 0)
+                    and before.id in vectors
+                    and new.id in vectors
+                    and float(vectors[before.id] @ vectors[new.id]) >= opts.min_similarity
+                    and value_pair(before, new, before_values, values)
+                ):
+                    found.setdefault(before.id or 0, []).append(new)
+                    break
+        return found
         tagged = self.tagger.values([u.text for u in (*shown, *said)])
         old_values, new_values = tagged[: len(shown)], tagged[len(shown) :]
         for new, values in zip(said, new_values, strict=True):

@@ -1,0 +1,48 @@
+"""Retrieval at several stream lengths, side by side in one process (BENCHMARKS.md, "Scale").
+
+Each argument is DIR:UTTERANCES, a memory kept by `assistant bench scale --sizes UTTERANCES
+--work-dir DIR` (seed 0). The 50 probe questions of each memory are asked in turn, one of each
+memory after another, so that a change in the machine's load falls on every length alike. Run
+from the repository root: `.venv/bin/python scripts/retrieval-by-size.py d1:1000 d2:100000`.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from assistant.bench.scale import _settings_for
+from assistant.bench.synthetic import SyntheticStream
+from assistant.config import load_settings
+from assistant.memory.api import Memory
+
+PROBES = 50
+
+
+def main(args: list[str]) -> None:
+    runs = []
+    for arg in args:
+        where, n = arg.rsplit(":", 1)
+        stream = SyntheticStream(0, speakers=36)
+        list(stream.take(int(n)))
+        memory = Memory(_settings_for(load_settings(None), "extractive", Path(where)))
+        runs.append((int(n), memory, stream.probes(PROBES, recent=1000), []))
+    for _, memory, probes, _ in runs:  # the models load on first use
+        for p in probes[:3]:
+            memory.prepare(p.question, use=False, now=memory.store.clock)
+    for i in range(PROBES):
+        for _, memory, probes, ms in runs:
+            t0 = time.perf_counter()
+            memory.prepare(probes[i].question, use=False, now=memory.store.clock)
+            ms.append((time.perf_counter() - t0) * 1000)
+    base = statistics.median(runs[0][3])
+    for n, memory, _, ms in runs:
+        median = statistics.median(ms)
+        print(f"{n:>7,} utterances: retrieval median {median:.1f} ms, {median / base:.2f}x")
+        memory.close()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
