@@ -370,11 +370,3 @@ class Supersession:
                     found.setdefault(before.id or 0, []).append(new)
                     break
         return found
-        tagged = self.tagger.values([u.text for u in (*shown, *said)])
-        old_values, new_values = tagged[: len(shown)], tagged[len(shown) :]
-        for new, values in zip(said, new_values, strict=True):
-            for old, before in zip(shown, old_values, strict=True):
-                if (old.time, old.id or 0) < (new.time, new.id or 0) and value_pair(old, new, before, values):
-                    found.setdefault(old.id or 0, []).append(new)
-                    break
-        return found
