@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from assistant.errors import StoreError
+from assistant.memory.forget import expire
 from assistant.records import Level, Utterance
 from assistant.store.db import IntegrityError
 from assistant.store.migrations import SCHEMA_VERSION
@@ -153,8 +154,6 @@ def test_a_rolled_back_vector_change_leaves_the_archived_vector(store):
 
 
 def test_an_expired_line_has_no_vector_left(store):
-    from assistant.memory.forget import expire
-
     old = store.add_utterance(Utterance("Ana", "The boiler was serviced.", 100.0), unit(1))
     assert old.id in store.utterance_vectors([old.id])
     assert expire(store, days=1.0, now=100.0 + 3 * 86_400) == 1

@@ -427,12 +427,12 @@ class Store:
         indexed = [uid for uid in wanted if uid in self.line_index]
         out: dict[int, np.ndarray] = dict(zip(indexed, self.line_index.get(indexed), strict=True))
         for uid in wanted:
-            if uid in out:
-                continue
-            row = self.db.one("SELECT embedding FROM utterance_vectors WHERE utterance_id = ?", (uid,))
-            if row is not None:
-                out[uid] = np.frombuffer(row[0], dtype=np.float32)
+            if uid not in out and (blob := self._archived_vector(uid)) is not None:
+                out[uid] = from_blob(blob)
         return out
+
+    def _archived_vector(self, uid: int) -> bytes | None:
+        return self.db.scalar("SELECT embedding FROM utterance_vectors WHERE utterance_id = ?", (uid,))
 
     def utterance_count(self) -> int:
         return int(self.db.scalar("SELECT count(*) FROM utterances"))
@@ -450,9 +450,7 @@ class Store:
         # From the table, never the index being replaced: after a rollback that index may hold
         # vectors the database no longer has.
         self.line_index.rebuild(
-            (uid, blob)
-            for uid in self.held_ids()
-            if (blob := self.db.scalar("SELECT embedding FROM utterance_vectors WHERE utterance_id = ?", (uid,)))
+            (uid, blob) for uid in self.held_ids() if (blob := self._archived_vector(uid)) is not None
         )
 
     def unindex_lines(self, ids: Iterable[int]) -> None:
