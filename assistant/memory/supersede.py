@@ -356,17 +356,24 @@ class Supersession:
         if not opts.enabled or not old or not said:
             return found
         vectors = store.utterance_vectors([u.id for u in (*old, *said) if u.id is not None])
-        tagged = self.tagger.values([u.text for u in (*old, *said)])
-        old_values, new_values = tagged[: len(old)], tagged[len(old) :]
-        for new, values in zip(said, new_values, strict=True):
-            for before, before_values in zip(old, old_values, strict=True):
-                if (
-                    (before.time, before.id or 0) < (new.time, new.id or 0)
-                    and before.id in vectors
-                    and new.id in vectors
-                    and float(vectors[before.id] @ vectors[new.id]) >= opts.min_similarity
-                    and value_pair(before, new, before_values, values)
-                ):
+        # The candidate pairs first, by cosine: tagging a line's values (an entity pass) costs far
+        # more than a dot product, and most lines under the floor are no candidate for any.
+        near = {
+            new.id: [
+                before
+                for before in old
+                if (before.time, before.id or 0) < (new.time, new.id or 0)
+                and before.id in vectors
+                and new.id in vectors
+                and float(vectors[before.id] @ vectors[new.id]) >= opts.min_similarity
+            ]
+            for new in said
+        }
+        tagging = list({u.text: None for new in said if near[new.id] for u in (new, *near[new.id])})
+        values = dict(zip(tagging, self.tagger.values(tagging), strict=True))
+        for new in said:
+            for before in near[new.id]:
+                if value_pair(before, new, values[before.text], values[new.text]):
                     found.setdefault(before.id or 0, []).append(new)
                     break
         return found
