@@ -15,6 +15,7 @@ from assistant.config import load_settings
 from assistant.llm import LOAD_LOG_ENV
 from assistant.memory.api import Memory
 from assistant.records import Level
+from assistant.store.migrations import line_triggers
 
 # Models are installed once per machine (`assistant models install`); tests read them from the
 # real location while everything else they write goes to a temporary directory.
@@ -155,6 +156,18 @@ def memory(tmp_path):
     mem.close()
 
 
+def undo_held_lines(db: Any) -> None:
+    """Take a database back to before migration 0007 (the held lines' table), as an older
+    assistant left it, triggers included."""
+    for (name,) in db.all("SELECT name FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'memory_lines%'"):
+        db.execute(f"DROP TRIGGER {name}")
+    for statement in line_triggers(held_lines=False):
+        db.execute(statement)
+    db.execute("DROP TRIGGER held_lines_speaker")
+    db.execute("DROP TABLE held_lines")
+    db.execute("DELETE FROM migrations WHERE name = '0007_held_lines'")
+
+
 def check_invariants(mem: Memory) -> None:
     """What must hold after every step, whatever the stream."""
     store = mem.store
@@ -203,6 +216,13 @@ def check_invariants(mem: Memory) -> None:
     indexed = db.all("SELECT m.rowid, m.text, u.text FROM memory_lines m LEFT JOIN utterances u ON u.id = m.rowid")
     assert sorted(r[0] for r in indexed) == sorted(held)
     assert all(r[1] == r[2] for r in indexed)
+    # ... and so does the table that narrows them by speaker and time, with the archive's values.
+    narrowed = db.all(
+        "SELECT h.utterance_id, h.speaker_id = u.speaker_id AND h.time = u.time FROM held_lines h "
+        "LEFT JOIN utterances u ON u.id = h.utterance_id"
+    )
+    assert sorted(r[0] for r in narrowed) == sorted(held)
+    assert all(r[1] for r in narrowed)
     # The in-process index and sqlite-vec describe the same nodes with the same vectors.
     rows = db.all("SELECT n.id, n.level, v.embedding FROM nodes n JOIN node_vectors v ON v.node_id = n.id")
     assert len(rows) == store.node_count() == db.scalar("SELECT count(*) FROM node_vectors")

@@ -15,7 +15,7 @@ from assistant.memory.forget import ForgetFilter
 from assistant.memory.question import fts_query, read_question
 from assistant.records import Utterance
 
-from .conftest import check_invariants, open_memory
+from .conftest import check_invariants, open_memory, undo_held_lines
 
 DAY = 86_400.0
 # Monday 14 August 2023, 10:00 UTC.
@@ -256,7 +256,8 @@ def test_lexical_index_is_built_for_a_database_of_an_earlier_version(tmp_path):
     _fill(mem)
     held = sorted(mem.store.held_ids())
     db = mem.store.db
-    # Back to schema 2: drop what migration 0003 made.
+    # Back to schema 2: drop what migration 0003 made (and 0007 remade).
+    undo_held_lines(db)
     for (name,) in db.all("SELECT name FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'memory_lines%'"):
         db.execute(f"DROP TRIGGER {name}")
     db.execute("DROP TABLE memory_lines")

@@ -12,7 +12,7 @@ from assistant.memory.speakers import replace_name
 from assistant.records import Utterance
 from assistant.store.migrations import SCHEMA_VERSION
 
-from .conftest import check_invariants, open_memory
+from .conftest import check_invariants, open_memory, undo_held_lines
 
 T0 = 1_700_000_000.0
 LINES = [
@@ -389,7 +389,8 @@ def test_speakers_enrolled_before_the_seconds_were_kept_get_them_from_the_audit(
     mem.enroll("Alice", _voice(0), 18.0, 8.0)
     mem.enroll("Bob", _voice(1), 5.0, 5.5)
     db = mem.store.db
-    # Back to schema 5: undo what migration 0006 made.
+    # Back to schema 5: undo what migrations 0006 and 0007 made.
+    undo_held_lines(db)
     db.execute("ALTER TABLE speakers DROP COLUMN enrolled_seconds")
     db.execute("DROP INDEX utterances_speaker_time")
     db.execute("CREATE INDEX utterances_speaker ON utterances(speaker_id)")

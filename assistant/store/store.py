@@ -440,11 +440,11 @@ class Store:
     # --- the lines the memory holds: what recall searches ---------------------------------
 
     def held_ids(self) -> list[int]:
-        """Utterances the tree rests on or a buffer holds (the rows of `memory_lines`)."""
-        return [r[0] for r in self.db.all("SELECT rowid FROM memory_lines ORDER BY rowid")]
+        """Utterances the tree rests on or a buffer holds (the rows of `memory_lines` and `held_lines`)."""
+        return [r[0] for r in self.db.all("SELECT utterance_id FROM held_lines ORDER BY utterance_id")]
 
     def held_count(self) -> int:
-        return int(self.db.scalar("SELECT count(*) FROM memory_lines"))
+        return int(self.db.scalar("SELECT count(*) FROM held_lines"))
 
     def rebuild_line_index(self) -> None:
         # From the table, never the index being replaced: after a rollback that index may hold
@@ -478,7 +478,7 @@ class Store:
 
     def line_frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
         """How many lines the memory holds, and how many of them say each term (FTS5's stemming)."""
-        total = int(self.db.one("SELECT count(*) FROM memory_lines")[0])
+        total = self.held_count()
         found: dict[str, int] = {}
         for term in terms:
             quoted = '"' + term.replace('"', "") + '"'
@@ -513,9 +513,11 @@ class Store:
     def _held_in_window(self, window: RecallFilter, limit: int) -> list[int] | None:
         """The held lines inside the window, or None when there are more than `limit` of them."""
         where = recall_window(window)
+        # `held_lines` carries the utterance's speaker and time, so the window's conditions
+        # (written against `u`) read its indexes directly.
         rows = self.db.all(
-            "SELECT m.rowid FROM memory_lines m JOIN utterances u ON u.id = m.rowid "
-            f"JOIN speakers s ON s.id = u.speaker_id WHERE 1{where.sql} LIMIT ?",
+            "SELECT u.utterance_id FROM held_lines u JOIN speakers s ON s.id = u.speaker_id "
+            f"WHERE 1{where.sql} LIMIT ?",
             (*where.params, limit + 1),
         )
         return None if len(rows) > limit else [int(r[0]) for r in rows]
@@ -529,8 +531,8 @@ class Store:
         held = {
             int(r[0])
             for r in self.db.all(
-                "SELECT m.rowid FROM json_each(?) j CROSS JOIN memory_lines m ON m.rowid = j.value "
-                f"JOIN utterances u ON u.id = m.rowid JOIN speakers s ON s.id = u.speaker_id WHERE 1{where.sql}",
+                "SELECT u.utterance_id FROM json_each(?) j CROSS JOIN held_lines u ON u.utterance_id = j.value "
+                f"JOIN speakers s ON s.id = u.speaker_id WHERE 1{where.sql}",
                 (json.dumps([uid for uid, _ in hits]), *where.params),
             )
         }
@@ -551,7 +553,7 @@ class Store:
         return [
             uid
             for uid in dict.fromkeys(utterance_ids)
-            if self.db.one("SELECT 1 FROM memory_lines WHERE rowid = ?", (uid,)) is not None
+            if self.db.one("SELECT 1 FROM held_lines WHERE utterance_id = ?", (uid,)) is not None
         ]
 
     def nodes_by_id(self, node_ids: Iterable[int]) -> list[Node]:
@@ -683,7 +685,7 @@ class Store:
         marks = ",".join("?" * len(ids))
         rows = self.db.all(
             "SELECT s.old_id, s.new_id FROM supersessions s JOIN utterances u ON u.id = s.new_id "
-            f"WHERE s.old_id IN ({marks}) AND EXISTS (SELECT 1 FROM memory_lines m WHERE m.rowid = s.new_id) "
+            f"WHERE s.old_id IN ({marks}) AND EXISTS (SELECT 1 FROM held_lines h WHERE h.utterance_id = s.new_id) "
             "ORDER BY u.time, u.id",
             ids,
         )
@@ -696,7 +698,7 @@ class Store:
         """For every node resting on a superseded line, the share of its lines that a held line supersedes."""
         rows = self.db.all(
             "SELECT ns.node_id, count(*), sum(EXISTS (SELECT 1 FROM supersessions s WHERE s.old_id = ns.utterance_id "
-            "AND EXISTS (SELECT 1 FROM memory_lines m WHERE m.rowid = s.new_id))) FROM node_sources ns "
+            "AND EXISTS (SELECT 1 FROM held_lines h WHERE h.utterance_id = s.new_id))) FROM node_sources ns "
             "GROUP BY ns.node_id"
         )
         return {int(r[0]): int(r[2]) / int(r[1]) for r in rows if r[2]}
