@@ -17,10 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from assistant.bench.scale import _settings_for
-from assistant.bench.synthetic import SyntheticStream
-from assistant.config import load_settings
-from assistant.memory.api import Memory
+from assistant.bench.scale import reopen_kept
 
 
 def main() -> None:
@@ -34,9 +31,7 @@ def main() -> None:
             where, n = arg.rsplit(":", 1)
             copy = Path(scratch) / str(i)
             shutil.copytree(where, copy)
-            stream = SyntheticStream(0, speakers=36)
-            list(stream.take(int(n)))
-            memory = Memory(_settings_for(load_settings(None), "extractive", copy))
+            memory, stream = reopen_kept(copy, int(n))
             runs.append((int(n), memory, list(stream.take(args.steps)), []))
         for step in range(args.steps):
             for _, memory, upcoming, ms in runs:

@@ -13,10 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from assistant.bench.scale import _settings_for
-from assistant.bench.synthetic import SyntheticStream
-from assistant.config import load_settings
-from assistant.memory.api import Memory
+from assistant.bench.scale import reopen_kept
 
 PROBES = 50
 
@@ -25,9 +22,7 @@ def main(args: list[str]) -> None:
     runs = []
     for arg in args:
         where, n = arg.rsplit(":", 1)
-        stream = SyntheticStream(0, speakers=36)
-        list(stream.take(int(n)))
-        memory = Memory(_settings_for(load_settings(None), "extractive", Path(where)))
+        memory, stream = reopen_kept(Path(where), int(n))
         runs.append((int(n), memory, stream.probes(PROBES, recent=1000), []))
     for _, memory, probes, _ in runs:  # the models load on first use
         for p in probes[:3]:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from assistant.bench.scale import WHERE_LATEST, _settings_for, run_scale
+from assistant.bench.scale import WHERE_LATEST, _settings_for, reopen_kept, run_scale
 from assistant.bench.scale_report import scale_json, scale_markdown
 from assistant.bench.scale_result import ScalePoint, ScaleResult
 from assistant.bench.synthetic import SyntheticStream, synthetic_utterances
@@ -170,6 +170,12 @@ def test_a_small_run_measures_every_size_within_budget(tmp_path):
     # A used data directory would measure something else: refused before anything loads.
     with pytest.raises(InputError, match="already exists"):
         run_scale(settings(tmp_path), [10], data_dir=data)
+
+    # The kept memory opens again where the run left it, its stream moved on to the next line.
+    memory, stream = reopen_kept(data, 150, seed=1, settings=settings(tmp_path, budget={"token_budget": 1024}))
+    with memory:
+        assert memory.stats().utterances == 150 and memory.store.total_tokens() == large.memory_tokens
+        assert next(iter(stream.take(1))) == list(SyntheticStream(1, speakers=36).take(151))[-1]
 
 
 def test_embedding_ahead_builds_the_memory_that_inline_embedding_builds(tmp_path):

@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..config import DistillOptions, Settings
+from ..config import DistillOptions, Settings, load_settings
 from ..embed import TextEncoder
 from ..errors import InputError
 from ..memory.api import Memory
@@ -76,6 +76,25 @@ def _settings_for(settings: Settings, distill_mode: str, data_dir: Path) -> Sett
     memory = dataclasses.replace(memory, answer=dataclasses.replace(memory.answer, archive_fallback=False))
     paths = dataclasses.replace(settings.paths, data_dir=str(data_dir))
     return dataclasses.replace(settings, paths=paths, memory=memory)
+
+
+def reopen_kept(
+    data_dir: Path,
+    utterances: int,
+    *,
+    seed: int = 0,
+    speakers: int = 36,
+    distill_mode: str = "extractive",
+    settings: Settings | None = None,
+) -> tuple[Memory, SyntheticStream]:
+    """A memory that `run_scale` kept in `data_dir` (`--work-dir`) after `utterances` steps,
+    opened as the run opened it, and the run's stream moved on to where the memory stopped: what
+    measures the same memory again, or goes on with its stream, outside the run."""
+    stream = SyntheticStream(seed, speakers=speakers)
+    for _ in stream.take(utterances):
+        pass
+    memory = Memory(_settings_for(settings or load_settings(None), distill_mode, data_dir))
+    return memory, stream
 
 
 def _rss_mb() -> float | None:
