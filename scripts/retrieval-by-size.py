@@ -2,8 +2,9 @@
 
 Each argument is DIR:UTTERANCES, a memory kept by `assistant bench scale --sizes UTTERANCES
 --work-dir DIR` (seed 0). The 50 probe questions of each memory are asked in turn, one of each
-memory after another, so that a change in the machine's load falls on every length alike. Run
-from the repository root: `.venv/bin/python scripts/retrieval-by-size.py d1:1000 d2:100000`.
+memory after another, so that a change in the machine's load falls on every length alike; the
+last of three passes is timed. Run from the repository root:
+`.venv/bin/python scripts/retrieval-by-size.py d1:1000 d2:100000`.
 """
 
 from __future__ import annotations
@@ -29,12 +30,12 @@ def main(args: list[str]) -> None:
     # models and warm their caches and the database's pages, which in `bench scale` a thousand
     # steps of streaming have done (one pass alone left a fresh process about 10 ms a question
     # slower than the run).
-    for round in range(WARM_UP + 1):
+    for turn in range(WARM_UP + 1):
         for i in range(PROBES):
             for _, memory, probes, ms in runs:
                 t0 = time.perf_counter()
                 memory.prepare(probes[i].question, use=False, now=memory.store.clock)
-                if round == WARM_UP:
+                if turn == WARM_UP:
                     ms.append((time.perf_counter() - t0) * 1000)
     base = statistics.median(runs[0][3])
     for n, memory, _, ms in runs:
