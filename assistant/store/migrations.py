@@ -126,14 +126,8 @@ def _speaker_voices(db: Database) -> None:
 # it (stsb, pending_utterances): the lines an answer may quote. Each of the three tables gets a
 # pair of triggers that keep `memory_lines` equal to that union, whatever deletes a row (a
 # prune, a forget, a cascade from the archive).
-_HELD = (
-    "EXISTS (SELECT 1 FROM node_sources WHERE utterance_id = {u}) "
-    "OR EXISTS (SELECT 1 FROM stsb WHERE utterance_id = {u}) "
-    "OR EXISTS (SELECT 1 FROM pending_utterances WHERE utterance_id = {u})"
-)
-
-
 _HOLDERS = ("node_sources", "stsb", "pending_utterances")
+_HELD = " OR ".join(f"EXISTS (SELECT 1 FROM {table} WHERE utterance_id = {{u}})" for table in _HOLDERS)
 _LINE_TRIGGERS = [f"memory_lines_{verb}_by_{table}" for table in _HOLDERS for verb in ("held", "released")]
 
 

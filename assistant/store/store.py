@@ -550,11 +550,18 @@ class Store:
         return _utterance(row) if row else None
 
     def held_ids_among(self, utterance_ids: Iterable[int]) -> list[int]:
-        return [
-            uid
-            for uid in dict.fromkeys(utterance_ids)
-            if self.db.one("SELECT 1 FROM held_lines WHERE utterance_id = ?", (uid,)) is not None
-        ]
+        ids = list(dict.fromkeys(utterance_ids))
+        if not ids:
+            return []
+        # One statement for all of them, as `_keep_held` does (a query each was ~18 a question).
+        held = {
+            int(r[0])
+            for r in self.db.all(
+                "SELECT h.utterance_id FROM json_each(?) j CROSS JOIN held_lines h ON h.utterance_id = j.value",
+                (json.dumps(ids),),
+            )
+        }
+        return [uid for uid in ids if uid in held]
 
     def nodes_by_id(self, node_ids: Iterable[int]) -> list[Node]:
         return [n for n in (self.node(nid) for nid in dict.fromkeys(node_ids)) if n is not None]
