@@ -396,3 +396,29 @@ def test_the_turn_next_to_an_utterance(memory):
     assert memory.store.adjacent(ids[0], after=False) is None
     assert memory.store.adjacent(ids[-1], after=True) is None
     assert memory.store.adjacent(10**9, after=True) is None
+
+
+def test_lines_that_speak_of_the_person_asked_about_rank_with_their_own(tmp_path):
+    """A question about someone prefers the lines about them: theirs, and another's that speaks of
+    them ("Sofia picked ..."), not one that only addresses them ("Thanks, Sofia!")."""
+    mem = open_memory(tmp_path / "data", stsb={"max_gap_seconds": 3600})
+    try:
+        mem.add_many(
+            [
+                Utterance("Sofia", "We found damp behind the basement wall.", T0),
+                Utterance("Sofia", "The plumber says the basement pipes are older than the house.", T0 + 60),
+                Utterance("Ana", "Thanks, Sofia! Your basement will look lovely once it is dry.", T0 + 120),
+                Utterance("Ana", "Sofia picked oak boards for the basement in the end.", T0 + DAY),
+                Utterance("Ana", "Our garden gets new paving stones next week.", T0 + DAY + 60),
+            ]
+        )
+        found = mem.search("What finish did Sofia choose for the basement?", now=T0 + 2 * DAY)
+        assert found.about == "Sofia"
+        by_text = {r.evidence.text: r for r in found.lines}
+        oak = by_text["Sofia picked oak boards for the basement in the end."]
+        thanks = by_text["Thanks, Sofia! Your basement will look lovely once it is dry."]
+        assert {"lexical_own", "dense_own"} <= set(oak.found_by)
+        assert not {"lexical_own", "dense_own"} & set(thanks.found_by)
+        assert found.lines[0].evidence == oak.evidence
+    finally:
+        mem.close()

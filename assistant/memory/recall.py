@@ -15,9 +15,13 @@ Utility (Eq. 1) does not rank: an old fact that matches the question well is not
 recent one that was merely asked about before. It only breaks ties, and decides (in the budget)
 what the memory keeps. Every arm sees only the lines inside the recall filter (a time window, given
 or read from the question, and a speaker the caller gives). A question about one person ("what
-did Sam say about the flat?") does not limit the recall to them: their own lines get two more
-arms (lexical and dense, over their lines alone), so what they said ranks first and a line in
-which someone else states the fact ("Sam's flat is sold") is still found.
+did Sam say about the flat?") does not limit the recall to them: the lines about them get two
+more arms (lexical and dense, over those lines alone), so they rank first, and any other line
+that states the fact still competes. A line is about them when they said it or when it speaks
+of them ("Sam's flat is sold"), not when it only addresses them ("Thanks, Sam!",
+memory/mentions.py). With the speaker's own lines alone, 4 of 10 missed facts at 100,000
+utterances of `bench scale` were lines like "Sofia picked pine boards for the basement", said by
+someone else and outranked by Sofia's own lines on other things.
 
 A line that a held later line supersedes (the same fact with an older value, memory/supersede.py)
 is not ranked on its own: its successor takes its place (or keeps its own, if higher) and the old
@@ -44,6 +48,7 @@ from ..config import RetrievalOptions, UtilityOptions
 from ..records import Evidence, RecalledLine, RecallFilter, RetrievedPath, Utterance
 from ..store.store import Store
 from .budget import utility
+from .mentions import speaks_of
 from .question import QuestionReading, fts_query
 from .retrieve import retrieve
 from .supersede import is_statement
@@ -201,6 +206,21 @@ def _about(reading: QuestionReading, window: RecallFilter, options: RetrievalOpt
     return reading.speaker
 
 
+def _speaking_of(store: Store, name: str, window: RecallFilter, limit: int) -> set[int]:
+    """The held lines inside `window` that speak of `name`, not only to them (the latest `limit`
+    that name them)."""
+    named = store.naming_lines(name, window, limit)
+    return {u.id for u in store.utterances(named) if u.id is not None and speaks_of(u.text, name)}
+
+
+def _best_of(a: list[tuple[int, float]], b: list[tuple[int, float]], k: int) -> list[tuple[int, float]]:
+    """Two rankings by one score merged: each line once, at its better score, the k best."""
+    best: dict[int, float] = {}
+    for uid, score in (*a, *b):
+        best[uid] = max(score, best.get(uid, score))
+    return sorted(best.items(), key=lambda t: -t[1])[:k]
+
+
 def recall(
     store: Store,
     reading: QuestionReading,
@@ -221,13 +241,20 @@ def recall(
         arms["dense"] = store.dense_lines(vector, options.dense_k, window)
     about = _about(reading, window, options)
     if about is not None:
-        # The person a question is about: their own lines get arms of their own, so what they said
-        # ranks first, while a line in which someone else states the fact still competes.
+        # The person a question is about: the lines they said or that speak of them get arms of
+        # their own, so what they said or was said of them ranks first, while any other line that
+        # states the fact still competes.
         own = RecallFilter(window.since, window.until, about)
+        of_them = _speaking_of(store, about, window, 4 * max(options.lexical_k, options.dense_k) + 256)
         if match is not None and options.lexical_k > 0:
-            arms["lexical_own"] = store.lexical_lines(match, options.lexical_k, own)
+            said = store.lexical_lines(match, options.lexical_k, own)
+            told = [(uid, score) for uid, score in arms.get("lexical", []) if uid in of_them]
+            arms["lexical_own"] = _best_of(said, told, options.lexical_k)
         if options.dense_k > 0:
-            arms["dense_own"] = store.dense_lines(vector, options.dense_k, own)
+            said = store.dense_lines(vector, options.dense_k, own)
+            vectors = store.utterance_vectors(sorted(of_them))
+            told = [(uid, float(v @ vector)) for uid, v in vectors.items()]
+            arms["dense_own"] = _best_of(said, told, options.dense_k)
     paths: list[RetrievedPath] = []
     if options.tree:
         arms["tree"], paths = _tree_arm(store, vector, window, options, util, now)

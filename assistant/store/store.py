@@ -476,6 +476,21 @@ class Store:
         )
         return [(int(r[0]), float(r[1])) for r in rows]
 
+    def naming_lines(self, name: str, window: RecallFilter | None, limit: int) -> list[int]:
+        """The latest `limit` held lines inside `window` whose words include `name` (as FTS5 reads
+        it: case, accents and stems aside)."""
+        phrase = '"' + name.replace('"', "") + '"'
+        if phrase == '""':
+            return []
+        where = recall_window(window)
+        rows = self.db.all(
+            "SELECT m.rowid FROM memory_lines m JOIN utterances u ON u.id = m.rowid "
+            f"JOIN speakers s ON s.id = u.speaker_id WHERE memory_lines MATCH ?{where.sql} "
+            "ORDER BY u.time DESC, u.id DESC LIMIT ?",
+            (phrase, *where.params, limit),
+        )
+        return [int(r[0]) for r in rows]
+
     def line_frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
         """How many lines the memory holds, and how many of them say each term (FTS5's stemming)."""
         total = self.held_count()
