@@ -34,6 +34,7 @@ import tempfile
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -41,7 +42,7 @@ import numpy as np
 from ..config import DistillOptions, Settings, load_settings
 from ..embed import TextEncoder
 from ..errors import InputError
-from ..memory.api import Memory
+from ..memory.api import Memory, PreparedQuestion
 from ..memory.engine import clean_utterance, split_long
 from ..records import Utterance
 from .host import machine
@@ -169,6 +170,35 @@ def _where_latest(memory: Memory, probe: Probe, recalled: list[int], context: st
     return "cut" if any(uid in recalled for uid in held) else "not_recalled"
 
 
+@dataclass(frozen=True)
+class ProbeCheck:
+    """What the context a fact-update probe would be answered from says of its fact."""
+
+    held: bool  # the latest stated value is there
+    stale: bool  # a superseded value is there
+    where: str  # the stage that lost the latest line (`WHERE_LATEST`), "context" when held
+    context_tokens: int
+
+    @property
+    def outcome(self) -> str:
+        return f"{self.where}+stale" if self.stale else self.where
+
+
+def check_probe(memory: Memory, probe: Probe, prepared: PreparedQuestion) -> ProbeCheck:
+    """Read the context `prepared` (the probe's question, prepared by `memory`) would hand the LLM."""
+    # The hit check reads the context the LLM would be handed (cut to its token limit), not
+    # everything recall returned: a fact cut away is a fact the answer cannot use.
+    prompt = prepared.prompt
+    text = "\n".join(m["content"] for m in prompt.messages) if prompt is not None else ""
+    recalled = [r.evidence.utterance_id for r in prepared.retrieval.lines]
+    return ProbeCheck(
+        held=probe.found_in(text),
+        stale=probe.stale_in(text),
+        where=_where_latest(memory, probe, recalled, text),
+        context_tokens=prompt.context_tokens if prompt is not None else 0,
+    )
+
+
 def _measure(
     memory: Memory,
     stream: SyntheticStream,
@@ -193,16 +223,11 @@ def _measure(
         t0 = time.perf_counter()
         prepared = memory.prepare(probe.question, use=False, now=memory.store.clock)
         retrieval_ms.append((time.perf_counter() - t0) * 1000)
-        # The hit check reads the context the LLM would be handed (cut to its token limit), not
-        # everything recall returned: a fact cut away is a fact the answer cannot use.
-        prompt = prepared.prompt
-        text = "\n".join(m["content"] for m in prompt.messages) if prompt is not None else ""
-        hits += probe.found_in(text)
-        stale += probe.stale_in(text)
-        lost = _where_latest(memory, probe, [r.evidence.utterance_id for r in prepared.retrieval.lines], text)
-        key = f"{lost}+stale" if probe.stale_in(text) else lost
-        where[key] = where.get(key, 0) + 1
-        context_tokens.append(prompt.context_tokens if prompt is not None else 0)
+        check = check_probe(memory, probe, prepared)
+        hits += check.held
+        stale += check.stale
+        where[check.outcome] = where.get(check.outcome, 0) + 1
+        context_tokens.append(check.context_tokens)
     n = len(probes)
     times = list(ingest_ms)
     return ScalePoint(
