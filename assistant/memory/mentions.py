@@ -3,9 +3,9 @@
 A question about someone ("what did Sofia pick for the basement?") is answered by what they said
 and by what others said of them ("Sofia picked the pine boards"). A name that only addresses the
 listener ("Thanks, Sofia!", "Hey Sofia, can you help?", "That's great, Sofia.") says nothing of
-them: in a conversation between two people, nearly half the lines name the other one that way
-(185 of 419 in one development conversation), so counting those would rank a person's whole
-conversation as being about them.
+them: in a conversation between two people, nearly half the lines name the other one, almost all
+only to address them (185 of 419 lines in one development conversation, 183 of them so), so
+counting those would rank a person's whole conversation as being about them.
 
 A name addresses its listener when it stands apart from the sentence around it: a comma or the
 end of a sentence after it, and before it the start of the sentence, a comma, or one word that

@@ -19,9 +19,9 @@ did Sam say about the flat?") does not limit the recall to them: the lines about
 more arms (lexical and dense, over those lines alone), so they rank first, and any other line
 that states the fact still competes. A line is about them when they said it or when it speaks
 of them ("Sam's flat is sold"), not when it only addresses them ("Thanks, Sam!",
-memory/mentions.py). With the speaker's own lines alone, 4 of 10 missed facts at 100,000
+memory/mentions.py). With the speaker's own lines alone, 2 of the 10 facts missed at 100,000
 utterances of `bench scale` were lines like "Sofia picked pine boards for the basement", said by
-someone else and outranked by Sofia's own lines on other things.
+someone else and outranked by Sofia's own lines that do not answer it (the damp in the basement).
 
 A line that a held later line supersedes (the same fact with an older value, memory/supersede.py)
 is not ranked on its own: its successor takes its place (or keeps its own, if higher) and the old
