@@ -5,8 +5,9 @@ UTTERANCES --seed SEED --work-dir DIR` (seed 0 when left out). Its 50 probes are
 asked them at that length, by the code checked out now: what a change to recall does to the same
 memories, without streaming them again (recall changes nothing a probe measures, since probes
 leave no use behind). Prints, per memory, the latest value held, only a stale one, and where each
-miss was lost; `--misses` prints every miss with its latest line. Run from the repository root:
-`.venv/bin/python scripts/probes-on-kept.py d10k:10000 d10k-1:10000:1 d100k:100000`.
+miss was lost; `--misses` prints every miss with its latest value and the values before it. Run
+from the repository root: `.venv/bin/python scripts/probes-on-kept.py d10k:10000 d10k-1:10000:1
+d100k:100000`.
 """
 
 from __future__ import annotations
