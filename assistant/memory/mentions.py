@@ -16,7 +16,8 @@ opens the sentence ("Hey", "Thanks"). Accents are compared as the lexical index 
 from __future__ import annotations
 
 import re
-import unicodedata
+
+from .words import without_accents
 
 # What may stand before a name that addresses someone: nothing, a comma or a sentence's end, or a
 # single word opening the line or a sentence ("Hey Sofia!").
@@ -24,14 +25,10 @@ _ADDRESS_BEFORE = re.compile(r"(?:^|[,.!?;:]\s*|(?:^|[.!?]\s+)\W*[^\W\d_]+\s+)$"
 _ADDRESS_AFTER = frozenset(",.!?")
 
 
-def _plain(text: str) -> str:
-    return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
-
-
 def speaks_of(text: str, name: str) -> bool:
     """Whether `text` names `name` other than to address them."""
-    plain = _plain(text)
-    for found in re.finditer(r"(?<!\w)" + re.escape(_plain(name)) + r"(?!\w)", plain, re.IGNORECASE):
+    plain = without_accents(text)
+    for found in re.finditer(r"(?<!\w)" + re.escape(without_accents(name)) + r"(?!\w)", plain, re.IGNORECASE):
         after = plain[found.end() : found.end() + 1]
         addressed = (after == "" or after in _ADDRESS_AFTER) and _ADDRESS_BEFORE.search(plain[: found.start()])
         if not addressed:

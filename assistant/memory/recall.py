@@ -207,9 +207,10 @@ def _about(reading: QuestionReading, window: RecallFilter, options: RetrievalOpt
 
 
 def _speaking_of(store: Store, name: str, window: RecallFilter, limit: int) -> set[int]:
-    """The held lines inside `window` that speak of `name`, not only to them (the latest `limit`
-    that name them)."""
-    named = store.naming_lines(name, window, limit)
+    """The held lines inside `window` that speak of `name`, not only to them (among the `limit`
+    that name them best by BM25)."""
+    query = fts_query((name,))
+    named = [uid for uid, _ in store.lexical_lines(query, limit, window)] if query is not None else []
     return {u.id for u in store.utterances(named) if u.id is not None and speaks_of(u.text, name)}
 
 

@@ -58,8 +58,12 @@ def stem(word: str) -> str:
     """The Porter stem of one case-folded word ("running" -> "run"), its accents dropped as the
     lexical index drops them ("Málaga" and "Malaga" are one word); a possessive's "'s" goes first."""
     base = word[:-2] if word.endswith("'s") else word
-    plain = "".join(c for c in unicodedata.normalize("NFKD", base) if not unicodedata.combining(c))
-    return _stemmer()(plain)
+    return _stemmer()(without_accents(base))
+
+
+def without_accents(text: str) -> str:
+    """`text` with its accents dropped, as the lexical index drops them ("Zoë" -> "Zoe")."""
+    return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
 
 
 def stems(text: str) -> set[str]:

@@ -476,21 +476,6 @@ class Store:
         )
         return [(int(r[0]), float(r[1])) for r in rows]
 
-    def naming_lines(self, name: str, window: RecallFilter | None, limit: int) -> list[int]:
-        """The latest `limit` held lines inside `window` whose words include `name` (as FTS5 reads
-        it: case, accents and stems aside)."""
-        phrase = '"' + name.replace('"', "") + '"'
-        if phrase == '""':
-            return []
-        where = recall_window(window)
-        rows = self.db.all(
-            "SELECT m.rowid FROM memory_lines m JOIN utterances u ON u.id = m.rowid "
-            f"JOIN speakers s ON s.id = u.speaker_id WHERE memory_lines MATCH ?{where.sql} "
-            "ORDER BY u.time DESC, u.id DESC LIMIT ?",
-            (phrase, *where.params, limit),
-        )
-        return [int(r[0]) for r in rows]
-
     def line_frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
         """How many lines the memory holds, and how many of them say each term (FTS5's stemming)."""
         total = self.held_count()
@@ -565,18 +550,7 @@ class Store:
         return _utterance(row) if row else None
 
     def held_ids_among(self, utterance_ids: Iterable[int]) -> list[int]:
-        ids = list(dict.fromkeys(utterance_ids))
-        if not ids:
-            return []
-        # One statement for all of them, as `_keep_held` does (a query each was ~18 a question).
-        held = {
-            int(r[0])
-            for r in self.db.all(
-                "SELECT h.utterance_id FROM json_each(?) j CROSS JOIN held_lines h ON h.utterance_id = j.value",
-                (json.dumps(ids),),
-            )
-        }
-        return [uid for uid in ids if uid in held]
+        return [uid for uid, _ in self._keep_held([(uid, 0.0) for uid in dict.fromkeys(utterance_ids)], None)]
 
     def nodes_by_id(self, node_ids: Iterable[int]) -> list[Node]:
         return [n for n in (self.node(nid) for nid in dict.fromkeys(node_ids)) if n is not None]
