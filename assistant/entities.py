@@ -70,6 +70,16 @@ def packaged_spacy_model_dir() -> Path | None:
     return found[-1] if found else None
 
 
+@lru_cache(maxsize=1)
+def grammar() -> Any:
+    """spaCy's packaged English pipeline (the one the memory's triplets use), loaded once: the
+    parse that commitments, topics and the reading of a question share."""
+    path = packaged_spacy_model_dir()
+    if path is None:
+        raise ModelError(f"the packaged en_core_web_sm is not installed; {INSTALL_HINT}")
+    return _load_spacy(str(path))
+
+
 def _split_long(text: str, limit: int = _MAX_PIECE_CHARS) -> list[str]:
     """Cut text into pieces under `limit` chars, at a sentence end or space where possible."""
     pieces: list[str] = []

@@ -19,6 +19,7 @@ from assistant.config import load_settings
 from assistant.llm import OpenAIChat, load_tokenizer
 from assistant.memory.answer import DONT_KNOW, frame, read_reply, says_unknown
 from assistant.memory.api import Memory
+from assistant.memory.question import bare_question
 from assistant.records import Answer
 
 from .conftest import overrides
@@ -140,19 +141,36 @@ def test_a_reply_of_only_citations_is_not_knowing() -> None:
 
 
 @pytest.mark.parametrize(
-    ("plain", "spoken"),
+    ("spoken", "carried"),
     [
-        ("When is the plumber coming?", "Do you remember when the plumber is coming?"),
-        ("Who booked the table?", "Can you tell me who booked the table?"),
-        ("What did Zoë buy?", "Hey, what did Zoë buy?"),
-        ("Did Björn pay the deposit?", "I was wondering whether Björn paid the deposit?"),
+        ("Do you remember when the plumber is coming?", "When the plumber is coming?"),
+        ("Can you tell me who booked the table?", "Who booked the table?"),
+        ("I was wondering whether Björn paid the deposit?", "Björn paid the deposit?"),
+        ("Could you remind me how much the new tyres cost?", "How much the new tyres cost?"),
+        ("I'd like to know where Ana parked.", "Where Ana parked?"),
+        ("Tell me what Priya said about the move.", "What Priya said about the move?"),
+        ("Do you know if we paid the gas bill?", "We paid the gas bill?"),
     ],
 )
-def test_every_phrasing_of_a_question_gets_the_same_frame(plain: str, spoken: str) -> None:
-    # Only the question's own words differ: no rule is told to one phrasing and not the other.
-    a, b = frame("notes", plain), frame("notes", spoken)
-    assert a[0] == b[0]
-    assert a[1]["content"].replace(plain, "Q") == b[1]["content"].replace(spoken, "Q")
+def test_a_spoken_wrapper_is_read_as_the_question_it_carries(spoken: str, carried: str) -> None:
+    # The model is asked what the bare question asks, so it reads no question about its own memory.
+    assert bare_question(spoken) == carried
+    assert frame("notes", spoken) == frame("notes", carried)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Hey, what did Zoë buy?",  # no wrapper clause: asked as it is
+        "Did Sam say when the trip starts?",  # about what Sam said, not the asker's memory
+        "When did I say I'd call the garage?",  # the main clause asks its own "when"
+        "What was the talk that Ana gave about?",  # a wh-word outside the clause it governs
+        "Do you remember the plumber's name?",  # nothing embedded to ask
+    ],
+)
+def test_a_question_that_asks_in_its_own_main_clause_is_kept_whole(question: str) -> None:
+    assert bare_question(question) == question
+    assert f"Question: {question}\n" in frame("notes", question)[1]["content"]
 
 
 def test_the_benchmark_answers_through_the_same_flow_as_the_memory(tmp_path: Path) -> None:

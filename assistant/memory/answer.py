@@ -3,11 +3,13 @@ generated and read, and the evidence an answer rests on.
 
 The frame asks for what recall questions want and what a small model can give: the answer alone,
 in as few words as possible, comma-separated parts for a list, and "not mentioned" when the
-context has nothing. Every question gets the same frame, whatever its first word: "Do you
-remember when ...?" is asked as "When ...?" is. The context says how to read its dates (each
-line sits under the day it was said, and a time a line refers to is followed by its calendar
-date), so a question about when something was said and one about when it happens read the same
-notes. The model's words are the answer: nothing rewrites them afterwards, and a decline it
+context has nothing. Every question gets the same frame, whatever its first word, and a spoken
+wrapper is taken off the question it carries (`question.bare_question`): "Do you remember when
+the plumber is coming?" is asked as "When the plumber is coming?", because a small model reads
+the wrapper as a question about its own memory and declines. The context says how to read its
+dates (each line sits under the day it was said, and a time a line refers to is followed by its
+calendar date), so a question about when something was said and one about when it happens read
+the same notes. The model's words are the answer: nothing rewrites them afterwards, and a decline it
 writes stands.
 
 The model is not asked to cite: the lines an answer rests on are recovered afterwards by
@@ -31,6 +33,7 @@ from ..llm import ChatModel
 from ..records import Evidence
 from .context import Context
 from .dates import annotate, day_heading
+from .question import bare_question
 from .words import content_words
 
 SYSTEM = "You answer questions about past conversations, using only the notes you are given."
@@ -84,7 +87,7 @@ class Prompt:
 
 def frame(context: str, question: str) -> list[dict[str, str]]:
     """The messages around a context: the same frame for every question, the memory and every baseline."""
-    user = f"{NOTES}\n\n{context or '(none)'}\n\nQuestion: {question}\n{SHORT} {UNKNOWN}\nAnswer:"
+    user = f"{NOTES}\n\n{context or '(none)'}\n\nQuestion: {bare_question(question)}\n{SHORT} {UNKNOWN}\nAnswer:"
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 
 

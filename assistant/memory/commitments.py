@@ -38,26 +38,15 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
-from functools import lru_cache
 from typing import Any, Protocol
 
-from ..entities import _load_spacy, packaged_spacy_model_dir
-from ..errors import ModelError
+from ..entities import grammar
 from ..llm import LLM
 from ..records import Utterance
 from .dates import find_expressions
 from .deadlines import SAID_DEADLINE, due_date
 
 # --- the grammar of a commitment -----------------------------------------------------------------
-
-
-@lru_cache(maxsize=1)
-def grammar() -> Any:
-    """spaCy's packaged English pipeline (the one the memory's triplets use), loaded once."""
-    path = packaged_spacy_model_dir()
-    if path is None:
-        raise ModelError("commitments need the packaged en_core_web_sm; `assistant models install` installs it")
-    return _load_spacy(str(path))
 
 
 _SPEAKER = {"i", "we"}

@@ -14,7 +14,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import tzinfo
+from typing import Any
 
+from ..entities import grammar
 from .dates import question_window
 from .words import content_words
 
@@ -31,6 +33,57 @@ _ABOUT_SPEECH = re.compile(
     r"promise(s|d)?|agree(s|d)?|decide(s|d)?|hear|heard|chat(s|ted)?|conversation|meeting)\b",
     re.I,
 )
+
+
+# Wh-words by their fine-grained tags (who, what, which, whose, when, where, why, how), and the
+# marks of an embedded yes-or-no question.
+_WH_TAGS = {"WDT", "WP", "WP$", "WRB"}
+_YES_OR_NO_MARKS = {"whether", "if"}
+# The asker and the one asked: a wrapper's subject ("do you remember", "I was wondering").
+_ASKER_OR_ASKED = {"i", "you"}
+
+
+def bare_question(question: str) -> str:
+    """The question a spoken wrapper carries: "Do you remember when the plumber is coming?" asks
+    "When the plumber is coming?", "I was wondering whether Chidi is coming?" asks "Chidi is
+    coming?"; any other question is returned as it is.
+
+    Read from the parse, not from a list of openings: a wrapper is a main clause about the asker
+    or the one asked (its subject "I" or "you", or none, as in "tell me ..."), with no wh-word of
+    its own anywhere, whose clausal complement opens with a wh-word or "whether"/"if". "Did Sam say when
+    the trip starts?" is about what Sam said, and "When did I say I'd call?" asks its own "when":
+    both are kept whole. A small model reads the wrapper as a question about its own memory and
+    declines where the bare question gets the answer; the memory's reading (names, the window of
+    time, the words searched) is about the bare question too.
+    """
+    doc = grammar()(question)
+    for sent in doc.sents:
+        clause = _embedded(sent.root)
+        inside = {t.i for t in clause.subtree} if clause is not None else set()
+        if clause is not None and not any(t.tag_ in _WH_TAGS for t in sent if t.i not in inside):
+            start = clause.left_edge.i + (clause.left_edge.lower_ in _YES_OR_NO_MARKS)
+            text = doc[start : clause.right_edge.i + 1].text.strip(" ,;")
+            if text:
+                return text[0].upper() + text[1:] + "?"
+    return question
+
+
+def _embedded(root: Any) -> Any | None:
+    """The wh- or yes-or-no clause a wrapper's verb governs (`bare_question`), or None."""
+    subjects = [c for c in root.children if c.dep_ in ("nsubj", "nsubjpass")]
+    # Its subject is the asker or the one asked, or it has none and is an imperative ("tell me").
+    if (subjects and subjects[0].lower_ not in _ASKER_OR_ASKED) or (not subjects and root.tag_ != "VB"):
+        return None
+    head = root
+    # "I'd like to know who ...": the wrapper's verb may sit down a chain of open complements.
+    while True:
+        for c in head.children:
+            if c.dep_ == "ccomp" and (c.left_edge.tag_ in _WH_TAGS or c.left_edge.lower_ in _YES_OR_NO_MARKS):
+                return c
+        xcomp = next((c for c in head.children if c.dep_ == "xcomp"), None)
+        if xcomp is None:
+            return None
+        head = xcomp
 
 
 @dataclass(frozen=True)
@@ -78,7 +131,9 @@ def _nicknames(question: str, speakers: list[str]) -> dict[str, list[str]]:
 
 
 def read_question(question: str, speakers: list[str], now: float, zone: tzinfo) -> QuestionReading:
-    """Find the speakers a question names, its time window and its content words."""
+    """Find the speakers a question names, its time window and its content words (of the question
+    a spoken wrapper carries, `bare_question`)."""
+    question = bare_question(question)
     forms = _name_patterns(speakers)
     for name, extra in _nicknames(question, speakers).items():
         forms[name] = forms.get(name, []) + extra

@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..entities import grammar
 from ..records import Evidence
-from .commitments import grammar
 
 # Verbs of talking: a topic says its people discussed, mentioned or agreed on things.
 _TALK = {"discuss", "talk", "chat", "mention", "say", "tell", "ask", "share", "agree", "decide", "plan", "catch"}
