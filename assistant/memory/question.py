@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import tzinfo
+from functools import lru_cache
 from typing import Any
 
 from ..entities import grammar
@@ -43,6 +44,7 @@ _YES_OR_NO_MARKS = {"whether", "if"}
 _ASKER_OR_ASKED = {"i", "you"}
 
 
+@lru_cache(maxsize=256)  # a question is read for recall and again for the frame: parsed once
 def bare_question(question: str) -> str:
     """The question a spoken wrapper carries: "Do you remember when the plumber is coming?" asks
     "When the plumber is coming?", "I was wondering whether Chidi is coming?" asks "Chidi is
