@@ -208,10 +208,15 @@ def _about(reading: QuestionReading, window: RecallFilter, options: RetrievalOpt
 
 def _speaking_of(store: Store, name: str, window: RecallFilter, limit: int) -> set[int]:
     """The held lines inside `window` that speak of `name`, not only to them (among the `limit`
-    that name them best by BM25)."""
+    that name them best by BM25), and the turn just after each of those.
+
+    The turn after a line about someone goes on about them without naming them: a reply, or the
+    next word on the same news ("Honestly, Esther's new place is at 96 Chestnut Lane." "Also,
+    we lost the first flat, the new one is 177 Orchard Street.")."""
     query = fts_query((name,))
     named = [uid for uid, _ in store.lexical_lines(query, limit, window)] if query is not None else []
-    return {u.id for u in store.utterances(named) if u.id is not None and speaks_of(u.text, name)}
+    speaking = {u.id for u in store.utterances(named) if u.id is not None and speaks_of(u.text, name)}
+    return speaking | set(store.held_ids_among(store.turns_after(sorted(speaking)), window))
 
 
 def _best_of(a: list[tuple[int, float]], b: list[tuple[int, float]], k: int) -> list[tuple[int, float]]:

@@ -549,8 +549,17 @@ class Store:
         )
         return _utterance(row) if row else None
 
-    def held_ids_among(self, utterance_ids: Iterable[int]) -> list[int]:
-        return [uid for uid, _ in self._keep_held([(uid, 0.0) for uid in dict.fromkeys(utterance_ids)], None)]
+    def held_ids_among(self, utterance_ids: Iterable[int], window: RecallFilter | None = None) -> list[int]:
+        return [uid for uid, _ in self._keep_held([(uid, 0.0) for uid in dict.fromkeys(utterance_ids)], window)]
+
+    def turns_after(self, utterance_ids: Iterable[int]) -> list[int]:
+        """The archived utterance just after each of these (as `adjacent`), in one statement."""
+        rows = self.db.all(
+            "SELECT (SELECT n.id FROM utterances n WHERE (n.time, n.id) > (u.time, u.id) "
+            "ORDER BY n.time, n.id LIMIT 1) FROM json_each(?) j JOIN utterances u ON u.id = j.value",
+            (json.dumps(list(dict.fromkeys(utterance_ids))),),
+        )
+        return [int(r[0]) for r in rows if r[0] is not None]
 
     def nodes_by_id(self, node_ids: Iterable[int]) -> list[Node]:
         return [n for n in (self.node(nid) for nid in dict.fromkeys(node_ids)) if n is not None]
