@@ -429,11 +429,12 @@ def test_the_turn_after_a_line_about_the_person_is_about_them_too(tmp_path):
     goes on about her, and ranks with the lines about her; a turn after anyone else's line does not."""
     mem = open_memory(tmp_path / "data", stsb={"max_gap_seconds": 3600})
     try:
+        moved = "The first flat fell through, so the new one is above the bakery on Mill Lane."
         mem.add_many(
             [
                 Utterance("Sofia", "I've got a new job at the library.", T0 - DAY),
                 Utterance("Ana", "Sofia is moving out of the city centre.", T0),
-                Utterance("Ben", "The first flat fell through, so the new one is above the bakery on Mill Lane.", T0 + 60),
+                Utterance("Ben", moved, T0 + 60),
                 Utterance("Carla", "My new flat has a balcony over the park.", T0 + DAY),
                 Utterance("Dan", "A new flat with a balcony, lovely.", T0 + DAY + 60),
             ]
@@ -441,7 +442,7 @@ def test_the_turn_after_a_line_about_the_person_is_about_them_too(tmp_path):
         found = mem.search("Where is Sofia's new flat?", now=T0 + 2 * DAY)
         assert found.about == "Sofia"
         by_text = {r.evidence.text: r for r in found.lines}
-        mill_lane = by_text["The first flat fell through, so the new one is above the bakery on Mill Lane."]
+        mill_lane = by_text[moved]
         assert {"lexical_own", "dense_own"} <= set(mill_lane.found_by)
         assert not {"lexical_own", "dense_own"} & set(by_text["A new flat with a balcony, lovely."].found_by)
         assert found.lines[0].evidence == mill_lane.evidence

@@ -9,8 +9,8 @@ the plumber is coming?" is asked as "When the plumber is coming?", because a sma
 the wrapper as a question about its own memory and declines. The context says how to read its
 dates (each line sits under the day it was said, and a time a line refers to is followed by its
 calendar date), so a question about when something was said and one about when it happens read
-the same notes. The model's words are the answer: nothing rewrites them afterwards, and a decline it
-writes stands.
+the same notes. The model's words are the answer: nothing rewrites them afterwards, and a
+decline it writes stands.
 
 The model is not asked to cite: the lines an answer rests on are recovered afterwards by
 matching its words to the context's lines (small models cite loosely, and the citation syntax

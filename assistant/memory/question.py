@@ -44,19 +44,20 @@ _YES_OR_NO_MARKS = {"whether", "if"}
 _ASKER_OR_ASKED = {"i", "you"}
 
 
-@lru_cache(maxsize=256)  # a question is read for recall and again for the frame: parsed once
+# A question is read for recall and again for the frame; a parse costs about 4 ms.
+@lru_cache(maxsize=256)
 def bare_question(question: str) -> str:
     """The question a spoken wrapper carries: "Do you remember when the plumber is coming?" asks
     "When the plumber is coming?", "I was wondering whether Chidi is coming?" asks "Chidi is
     coming?"; any other question is returned as it is.
 
     Read from the parse, not from a list of openings: a wrapper is a main clause about the asker
-    or the one asked (its subject "I" or "you", or none, as in "tell me ..."), with no wh-word of
-    its own anywhere, whose clausal complement opens with a wh-word or "whether"/"if". "Did Sam say when
-    the trip starts?" is about what Sam said, and "When did I say I'd call?" asks its own "when":
-    both are kept whole. A small model reads the wrapper as a question about its own memory and
-    declines where the bare question gets the answer; the memory's reading (names, the window of
-    time, the words searched) is about the bare question too.
+    or the one asked (its subject "I" or "you", or none, as in "tell me ..."), with no wh-word
+    outside the clause it governs, and that clause opens with a wh-word or "whether"/"if". "Did
+    Sam say when the trip starts?" is about what Sam said, and "When did I say I'd call?" asks
+    its own "when": both are kept whole. A small model reads the wrapper as a question about its
+    own memory and declines where the bare question gets the answer; the memory's reading (names,
+    the window of time, the words searched) is of the bare question too.
     """
     doc = grammar()(question)
     for sent in doc.sents:
