@@ -318,7 +318,8 @@ class RecalledLine:
 
     evidence: Evidence
     score: float
-    # Which retrieval arms found it: "lexical", "dense", "tree", "buffer", "neighbour".
+    # Which retrieval arms found it: "lexical", "dense", "lexical_own", "dense_own" (the lines about
+    # the person a question is about), "tree", "buffer", "neighbour".
     found_by: tuple[str, ...] = ()
     # Held lines this one supersedes (memory/supersede.py: the same fact with an older value),
     # oldest first: recall ranks them here, behind their successor, rather than as lines of their own.

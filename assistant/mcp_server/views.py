@@ -72,8 +72,9 @@ class AnswerView(BaseModel):
 class RecalledLine(Line):
     score: float
     found_by: list[str] = Field(
-        description="Which retrieval arms found it: lexical, dense, tree, buffer, neighbour; archive when the "
-        "memory held nothing as relevant and the line comes from the archive"
+        description="Which retrieval arms found it: lexical, dense, lexical_own and dense_own (the lines about the "
+        "person the question is about), tree, buffer, neighbour; archive when the memory held nothing as relevant "
+        "and the line comes from the archive"
     )
     earlier: list[Line] = Field(
         default_factory=list,
