@@ -62,12 +62,15 @@ def bare_question(question: str) -> str:
     doc = grammar()(question)
     for sent in doc.sents:
         clause = _embedded(sent.root)
-        inside = {t.i for t in clause.subtree} if clause is not None else set()
-        if clause is not None and not any(t.tag_ in _WH_TAGS for t in sent if t.i not in inside):
-            start = clause.left_edge.i + (clause.left_edge.lower_ in _YES_OR_NO_MARKS)
-            text = doc[start : clause.right_edge.i + 1].text.strip(" ,;")
-            if text:
-                return text[0].upper() + text[1:] + "?"
+        if clause is None:
+            continue
+        # The parse is projective: the clause's words are the span between its edges.
+        first, end = clause.left_edge.i, clause.right_edge.i + 1
+        if any(t.tag_ in _WH_TAGS for t in sent if not first <= t.i < end):
+            continue
+        text = doc[first + (doc[first].lower_ in _YES_OR_NO_MARKS) : end].text.strip(" ,;")
+        if text:
+            return text[0].upper() + text[1:] + "?"
     return question
 
 

@@ -540,26 +540,22 @@ class Store:
 
     def adjacent(self, utterance_id: int, *, after: bool) -> Utterance | None:
         """The archived utterance just after (or just before) this one, by time."""
+        found = self.utterances(self.turns_beside([utterance_id], after=after))
+        return found[0] if found else None
+
+    def turns_beside(self, utterance_ids: Iterable[int], *, after: bool) -> list[int]:
+        """The archived utterance just after (or just before) each of these, by time, in one
+        statement; nothing for one that has no such turn or is gone."""
         op, order = (">", "ASC") if after else ("<", "DESC")
-        row = self.db.one(
-            "SELECT u.id, s.name AS speaker, u.text, u.time FROM utterances u JOIN speakers s ON s.id = u.speaker_id "
-            f"WHERE (u.time, u.id) {op} (SELECT time, id FROM utterances WHERE id = ?) "
-            f"ORDER BY u.time {order}, u.id {order} LIMIT 1",
-            (utterance_id,),
-        )
-        return _utterance(row) if row else None
-
-    def held_ids_among(self, utterance_ids: Iterable[int], window: RecallFilter | None = None) -> list[int]:
-        return [uid for uid, _ in self._keep_held([(uid, 0.0) for uid in dict.fromkeys(utterance_ids)], window)]
-
-    def turns_after(self, utterance_ids: Iterable[int]) -> list[int]:
-        """The archived utterance just after each of these (as `adjacent`), in one statement."""
         rows = self.db.all(
-            "SELECT (SELECT n.id FROM utterances n WHERE (n.time, n.id) > (u.time, u.id) "
-            "ORDER BY n.time, n.id LIMIT 1) FROM json_each(?) j JOIN utterances u ON u.id = j.value",
+            f"SELECT (SELECT n.id FROM utterances n WHERE (n.time, n.id) {op} (u.time, u.id) "
+            f"ORDER BY n.time {order}, n.id {order} LIMIT 1) FROM json_each(?) j JOIN utterances u ON u.id = j.value",
             (json.dumps(list(dict.fromkeys(utterance_ids))),),
         )
         return [int(r[0]) for r in rows if r[0] is not None]
+
+    def held_ids_among(self, utterance_ids: Iterable[int], window: RecallFilter | None = None) -> list[int]:
+        return [uid for uid, _ in self._keep_held([(uid, 0.0) for uid in dict.fromkeys(utterance_ids)], window)]
 
     def nodes_by_id(self, node_ids: Iterable[int]) -> list[Node]:
         return [n for n in (self.node(nid) for nid in dict.fromkeys(node_ids)) if n is not None]
