@@ -147,6 +147,7 @@ class AnswerOptions:
     max_tokens: int = _range(1, 4096)
     max_question_chars: int = _range(1, 1_000_000)
     min_relevance: float = _range(-1.0, 1.0)
+    min_person_share: float = _range(0.0, 1.0)
     context_tokens: int = _range(64, 131072)
     neighbours: int = _range(0, 100)
     summaries: bool

@@ -79,6 +79,29 @@ def test_the_gate_is_one_setting(tmp_path: Path) -> None:
     assert a.answer.text == "Homer" and len(a.server.posts()) == 1
 
 
+def test_a_question_about_someone_that_only_someone_else_answers_is_declined_unasked(tmp_path: Path) -> None:
+    # Alex's daughter starts piano lessons; nothing Sam said, nor anything said of Sam, comes near it.
+    a = ask_once(tmp_path / "sam", ("Wednesday",), "When does Sam's daughter start piano lessons?")
+    assert a.found.about == "Sam"
+    assert (a.answer.text, a.answer.knows, a.server.posts()) == (DONT_KNOW, False, [])
+    # Asked of Alex, who said it, the same line goes to the model.
+    b = ask_once(tmp_path / "alex", ("Wednesday",), "When does Alex's daughter start piano lessons?")
+    assert b.found.about == "Alex" and len(b.server.posts()) == 1
+    assert b.answer.text == "Wednesday"
+
+
+def test_a_question_put_to_someone_counts_as_about_them(tmp_path: Path) -> None:
+    # Sam asks Priya who is looking after her dog; her reply shares none of the question's words.
+    a = ask_once(tmp_path, ("Her sister",), "Who is looking after Priya's dog?")
+    assert a.found.about == "Priya"
+    assert len(a.server.posts()) == 1 and a.answer.text == "Her sister"
+
+
+def test_the_person_test_is_one_setting(tmp_path: Path) -> None:
+    a = ask_once(tmp_path, ("Wednesday",), "When does Sam's daughter start piano lessons?", min_person_share=0.0)
+    assert len(a.server.posts()) == 1 and a.answer.text == "Wednesday"
+
+
 def test_a_rare_word_weighs_more_than_a_common_one() -> None:
     # 100 lines held: "said" is in 60 of them, "Lisbon" in 2.
     weights = word_weights(("said", "lisbon"), 100, {"said": 60, "lisbon": 2})
@@ -99,18 +122,22 @@ def test_words_match_across_accents_and_forms() -> None:
 
 def test_the_benchmark_counts_what_each_threshold_would_decline() -> None:
     from assistant.bench.locomo import ProbeResult
-    from assistant.bench.locomo_report import _abstention
+    from assistant.bench.locomo_report import GATE_THRESHOLDS, PERSON_THRESHOLDS, _curve
 
-    def probe(category: int, relevance: float | None) -> ProbeResult:
+    def probe(category: int, relevance: float | None, share: float | None = None) -> ProbeResult:
         return ProbeResult(
             "prostream", "c", 0, category, "end", "q", "g", None, None, None, None, None, None, 0, 0.0, None,
-            relevance=relevance,
+            relevance=relevance, person_share=share,
         )  # fmt: skip
 
-    rows = [probe(1, 0.22), probe(2, 0.6), probe(5, 0.1), probe(5, 0.3), probe(5, 0.21)]
-    curve = {row["threshold"]: row for row in _abstention(rows)}
+    rows = [probe(1, 0.22), probe(2, 0.6, 0.95), probe(5, 0.1), probe(5, 0.3, 0.4), probe(5, 0.21, 0.65)]
+    curve = {row["threshold"]: row for row in _curve(rows, "relevance", GATE_THRESHOLDS)}
     assert (curve[0.25]["answerable_declined"], curve[0.25]["answerable"]) == (1, 2)
     assert (curve[0.25]["unanswerable_declined"], curve[0.25]["unanswerable"]) == (2, 3)
     assert (curve[0.2]["answerable_declined"], curve[0.2]["unanswerable_declined"]) == (0, 1)
+    # The person curve declines only questions about one person (those with a share).
+    people = {row["threshold"]: row for row in _curve(rows, "person_share", PERSON_THRESHOLDS)}
+    assert (people[0.7]["answerable_declined"], people[0.7]["unanswerable_declined"]) == (0, 2)
+    assert (people[0.6]["answerable_declined"], people[0.6]["unanswerable_declined"]) == (0, 1)
     # A system that records no relevance has no curve.
-    assert _abstention([probe(1, None)]) == []
+    assert _curve([probe(1, None)], "relevance", GATE_THRESHOLDS) == []

@@ -88,6 +88,9 @@ class ProbeResult:
     # The relevance of the nearest line the system recalled (prostream's abstention threshold is
     # read against it); None for a system without one.
     relevance: float | None = None
+    # For a question about one person, the nearest line about them as a share of the nearest
+    # line (`answer.min_person_share` is read against it); None otherwise.
+    person_share: float | None = None
 
 
 @dataclass(frozen=True)
@@ -473,6 +476,7 @@ def _probe(system: System, name: str, p: Probe, kind: str, held: set[int], *, an
         date_unit=date_unit,
         date_match=date_match,
         relevance=context.relevance,
+        person_share=context.person_share,
     )
 
 

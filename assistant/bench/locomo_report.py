@@ -112,19 +112,20 @@ def _failures(results: list[ProbeResult], recall_only: bool) -> dict[str, int]:
     return out
 
 
-# Thresholds the abstention curve is read at (`memory.answer.min_relevance`).
+# Thresholds the abstention curves are read at (`memory.answer.min_relevance`, `min_person_share`).
 GATE_THRESHOLDS = (0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5)
+PERSON_THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.9)
 
 
-def _abstention(rows: list[ProbeResult]) -> list[dict[str, Any]]:
+def _curve(rows: list[ProbeResult], score: str, thresholds: tuple[float, ...]) -> list[dict[str, Any]]:
     """For each threshold, how many probes (both kinds) of answerable questions (categories 1-4)
-    and of unanswerable ones (5) have no recalled line that relevant: what the gate would decline
-    there without asking the model. Empty for a system that records no relevance."""
-    scored = [r for r in rows if r.relevance is not None]
+    and of unanswerable ones (5) score under it by `score` (a ProbeResult field): what the gate on
+    that score would decline there without asking the model. Empty for a system that records none."""
+    scored = [(r.category, getattr(r, score)) for r in rows if r.relevance is not None]
     if not scored:
         return []
-    answerable = [r.relevance for r in scored if r.category != 5]
-    unanswerable = [r.relevance for r in scored if r.category == 5]
+    answerable = [v for c, v in scored if c != 5]
+    unanswerable = [v for c, v in scored if c == 5]
     return [
         {
             "threshold": t,
@@ -133,7 +134,7 @@ def _abstention(rows: list[ProbeResult]) -> list[dict[str, Any]]:
             "unanswerable_declined": sum(v < t for v in unanswerable if v is not None),
             "unanswerable": len(unanswerable),
         }
-        for t in GATE_THRESHOLDS
+        for t in thresholds
     ]
 
 
@@ -167,7 +168,8 @@ def summarize(run: LocomoRun) -> dict[str, Any]:
             "llm_prompt_tokens": sum(t.formation.prompt_tokens for t in totals),
             "llm_completion_tokens": sum(t.formation.completion_tokens for t in totals),
             "failures": {kind: _failures(at[kind], run.recall_only) for kind in PROBES},
-            "abstention": _abstention(rows),
+            "abstention": _curve(rows, "relevance", GATE_THRESHOLDS),
+            "person_abstention": _curve(rows, "person_share", PERSON_THRESHOLDS),
             "management": [
                 {"conversation": c.name, **asdict(s)} for c in run.conversations for s in c.totals[name].samples
             ],
@@ -340,6 +342,20 @@ def locomo_markdown(report: dict[str, Any]) -> str:
             "|---|---|---|",
         ]
         for row in s["abstention"]:
+            lines.append(
+                f"| {row['threshold']} | {row['answerable_declined']} of {row['answerable']} | "
+                f"{row['unanswerable_declined']} of {row['unanswerable']} |"
+            )
+        lines += [
+            "",
+            f"**{name}'s person curve** (both probes): the probes of questions about one person whose nearest "
+            "line about them is under each share of the nearest line, which `memory.answer.min_person_share` "
+            "at that value declines unasked:",
+            "",
+            "| share | answerable (1-4) declined | unanswerable (5) declined |",
+            "|---|---|---|",
+        ]
+        for row in s["person_abstention"]:
             lines.append(
                 f"| {row['threshold']} | {row['answerable_declined']} of {row['answerable']} | "
                 f"{row['unanswerable_declined']} of {row['unanswerable']} |"

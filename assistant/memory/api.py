@@ -50,9 +50,10 @@ from .commitments import Judge, LLMJudge, Verdict
 from .context import Candidate, adds_words, build_context
 from .distill import Distiller
 from .engine import ProStream, StepReport
+from .mentions import asks_only, speaks_of
 from .question import QuestionReading, read_question
 from .recall import recall
-from .relevance import relevance, word_weights
+from .relevance import Nearness, relevance, word_weights
 from .supersede import is_statement
 
 
@@ -72,8 +73,11 @@ class PreparedQuestion:
     prompt: Prompt | None
     retrieval_ms: float
     # The relevance of the recalled line nearest the question (`memory.relevance`): `prompt` is
-    # None when it is below `answer.min_relevance`.
+    # None when it is below `answer.min_relevance`...
     relevance: float = 0.0
+    # ...or, for a question about one person, when the nearest line about them is less than
+    # `answer.min_person_share` of it (this share; None for any other question).
+    person_share: float | None = None
 
 
 @dataclass(frozen=True)
@@ -588,7 +592,7 @@ class Memory:
 
     def _recall(
         self, q: str, given: RecallFilter, *, use: bool, now: float | None
-    ) -> tuple[Retrieval, np.ndarray, float]:
+    ) -> tuple[Retrieval, np.ndarray, Nearness]:
         """`search` of a checked question and filter, the embedding of the topic it recalled with, and
         the relevance of its nearest line (`_relevance`), which decides the archive and the answer."""
         now = _time.time() if now is None else now
@@ -622,14 +626,14 @@ class Memory:
             retrieval, nearest = self._from_archive(retrieval, vector, nearest)
         return retrieval, vector, nearest
 
-    def _from_archive(self, held: Retrieval, vector: np.ndarray, kept: float) -> tuple[Retrieval, float]:
+    def _from_archive(self, held: Retrieval, vector: np.ndarray, kept: Nearness) -> tuple[Retrieval, Nearness]:
         """The archived lines nearest the question (whether or not the memory still holds them), marked
         as from the archive, where the memory holds nothing relevant (`answer.min_relevance`) or
         nothing as relevant as they are by `answer.archive_margin`; else `held`, whose relevance is
         `kept`. Either with its relevance. Forgotten and expired lines are no longer archived, so
         the fallback cannot bring them back."""
         opts = self.settings.memory.answer
-        if kept >= opts.min_relevance and kept + opts.archive_margin > 1.0:
+        if kept.best >= opts.min_relevance and kept.best + opts.archive_margin > 1.0:
             return held, kept  # relevance is at most 1: no archived line can be nearer by the margin
         found = self.store.archived_lines(vector, self.settings.memory.retrieval.dense_k, held.filter)
         lines = tuple(RecalledLine(Evidence.of(u), cosine, ("archive",)) for u, cosine in found)
@@ -644,7 +648,9 @@ class Memory:
             relevance=max((r.score for r in lines), default=0.0),
         )
         nearest = self._relevance(archived, vector)
-        if nearest >= opts.min_relevance and (kept < opts.min_relevance or nearest >= kept + opts.archive_margin):
+        if nearest.best >= opts.min_relevance and (
+            kept.best < opts.min_relevance or nearest.best >= kept.best + opts.archive_margin
+        ):
             return archived, nearest
         return held, kept
 
@@ -747,11 +753,14 @@ class Memory:
             q, self.recall_filter(since=since, until=until, speaker=speaker), use=False, now=now
         )
         opts = self.settings.memory.answer
-        # Nothing to say: no recalled line comes near the question, in its words or in meaning
-        # (`relevance`). The model would only guess; below the threshold the answer is "not
-        # mentioned" without asking it. Above it the model may still decline, and that stands.
-        if nearest < opts.min_relevance:
-            return PreparedQuestion(retrieval, None, (_time.perf_counter() - t0) * 1000, nearest)
+        # Nothing to say: no recalled line comes near the question, in its words or in meaning, or
+        # for a question about one person, no line about them comes near what someone else's line
+        # does (`relevance`). The model would only guess; then the answer is "not mentioned"
+        # without asking it. Otherwise the model may still decline, and that stands.
+        if not nearest.answerable(opts.min_relevance, opts.min_person_share):
+            return PreparedQuestion(
+                retrieval, None, (_time.perf_counter() - t0) * 1000, nearest.best, nearest.person_share
+            )
         context = build_context(
             self._candidates(retrieval),
             self.tokenizer,
@@ -767,18 +776,42 @@ class Memory:
         if use:
             self._mark_used(list(context.sources))
         return PreparedQuestion(
-            retrieval, build_prompt(retrieval.question, context), (_time.perf_counter() - t0) * 1000, nearest
+            retrieval,
+            build_prompt(retrieval.question, context),
+            (_time.perf_counter() - t0) * 1000,
+            nearest.best,
+            nearest.person_share,
         )
 
-    def _relevance(self, retrieval: Retrieval, topic: np.ndarray) -> float:
-        """The relevance of the recalled line nearest the question (`memory.relevance`); 0 with none."""
-        if not retrieval.lines:
-            return 0.0
-        vectors = self.store.utterance_vectors([r.evidence.utterance_id for r in retrieval.lines])
-        weights = word_weights(retrieval.terms, *self.store.line_frequencies(retrieval.terms))
-        return max(
-            relevance(r.evidence.text, vectors.get(r.evidence.utterance_id), topic, weights) for r in retrieval.lines
-        )
+    def _relevance(self, retrieval: Retrieval, topic: np.ndarray) -> Nearness:
+        """How near the recalled lines come to the question (`memory.relevance`): the nearest line,
+        and for a question about one person the nearest line they said or that speaks of them."""
+        about = retrieval.about
+        best = of_person = 0.0
+        if retrieval.lines:
+            vectors = self.store.utterance_vectors([r.evidence.utterance_id for r in retrieval.lines])
+            weights = word_weights(retrieval.terms, *self.store.line_frequencies(retrieval.terms))
+            answered_by = self._answered_by([r.evidence for r in retrieval.lines]) if about is not None else {}
+            for r in retrieval.lines:
+                ev = r.evidence
+                score = relevance(ev.text, vectors.get(ev.utterance_id), topic, weights)
+                best = max(best, score)
+                if about is not None and (
+                    about in (ev.speaker, answered_by.get(ev.utterance_id)) or speaks_of(ev.text, about)
+                ):
+                    of_person = max(of_person, score)
+        return Nearness(best, of_person if about is not None else None)
+
+    def _answered_by(self, lines: list[Evidence]) -> dict[int, str]:
+        """Who answered each of these lines that only asks (the next turn's speaker): a question put
+        to someone ("Who is looking after your dog, Priya?") is about the one who answers it, whose
+        reply ("My sister will take Biscuit") shares none of the question's words."""
+        asked = [e.utterance_id for e in lines if asks_only(e.text)]
+        if not asked:
+            return {}
+        replies = self.store.turns_beside(asked, after=True)
+        speakers = {u.id: u.speaker for u in self.store.utterances(replies.values())}
+        return {uid: speakers[reply] for uid, reply in replies.items() if reply in speakers}
 
     def answer_stream(self, prepared: PreparedQuestion) -> Iterator[str | Answer]:
         """Yield the answer's text as it is generated, then the finished `Answer`. Touches no table."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 
+from ..sentences import sentences
 from .words import without_accents
 
 # What may stand before a name that addresses someone: nothing, a comma or a sentence's end, or a
@@ -34,3 +35,10 @@ def speaks_of(text: str, name: str) -> bool:
         if not addressed:
             return True
     return False
+
+
+def asks_only(text: str) -> bool:
+    """Whether every sentence of `text` asks: a turn that states nothing ("Who is looking after
+    your dog while you're away?"), whose answer is the reply to it."""
+    said = sentences(text)
+    return bool(said) and all(s.rstrip().endswith("?") for s in said)

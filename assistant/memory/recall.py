@@ -216,7 +216,7 @@ def _speaking_of(store: Store, name: str, window: RecallFilter, limit: int) -> s
     query = fts_query((name,))
     named = [uid for uid, _ in store.lexical_lines(query, limit, window)] if query is not None else []
     speaking = {u.id for u in store.utterances(named) if u.id is not None and speaks_of(u.text, name)}
-    return speaking | set(store.held_ids_among(store.turns_beside(sorted(speaking), after=True), window))
+    return speaking | set(store.held_ids_among(store.turns_beside(sorted(speaking), after=True).values(), window))
 
 
 def _best_of(a: list[tuple[int, float]], b: list[tuple[int, float]], k: int) -> list[tuple[int, float]]:

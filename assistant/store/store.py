@@ -540,19 +540,19 @@ class Store:
 
     def adjacent(self, utterance_id: int, *, after: bool) -> Utterance | None:
         """The archived utterance just after (or just before) this one, by time."""
-        found = self.utterances(self.turns_beside([utterance_id], after=after))
+        found = self.utterances(self.turns_beside([utterance_id], after=after).values())
         return found[0] if found else None
 
-    def turns_beside(self, utterance_ids: Iterable[int], *, after: bool) -> list[int]:
-        """The archived utterance just after (or just before) each of these, by time, in one
-        statement; nothing for one that has no such turn or is gone."""
+    def turns_beside(self, utterance_ids: Iterable[int], *, after: bool) -> dict[int, int]:
+        """For each of these, the archived utterance just after (or just before) it, by time, in
+        one statement; none for one that has no such turn or is gone."""
         op, order = (">", "ASC") if after else ("<", "DESC")
         rows = self.db.all(
-            f"SELECT (SELECT n.id FROM utterances n WHERE (n.time, n.id) {op} (u.time, u.id) "
+            f"SELECT u.id, (SELECT n.id FROM utterances n WHERE (n.time, n.id) {op} (u.time, u.id) "
             f"ORDER BY n.time {order}, n.id {order} LIMIT 1) FROM json_each(?) j JOIN utterances u ON u.id = j.value",
             (json.dumps(list(dict.fromkeys(utterance_ids))),),
         )
-        return [int(r[0]) for r in rows if r[0] is not None]
+        return {int(r[0]): int(r[1]) for r in rows if r[1] is not None}
 
     def held_ids_among(self, utterance_ids: Iterable[int], window: RecallFilter | None = None) -> list[int]:
         return [uid for uid, _ in self._keep_held([(uid, 0.0) for uid in dict.fromkeys(utterance_ids)], window)]

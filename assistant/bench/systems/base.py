@@ -36,6 +36,9 @@ class Context:
     # How near the question its nearest line comes (prostream's abstention reads it); None for a
     # system that has no such score.
     relevance: float | None = None
+    # For a question about one person, the nearest line about them as a share of the nearest line
+    # (prostream's abstention reads it too); None otherwise.
+    person_share: float | None = None
 
 
 @dataclass(frozen=True)
