@@ -145,11 +145,15 @@ def test_a_reply_of_only_citations_is_not_knowing() -> None:
     [
         ("Do you remember when the plumber is coming?", "When the plumber is coming?"),
         ("Can you tell me who booked the table?", "Who booked the table?"),
-        ("I was wondering whether Björn paid the deposit?", "Björn paid the deposit?"),
+        ("I was wondering whether Björn paid the deposit?", "Did Björn pay the deposit?"),
+        ("I was wondering whether Chioma is coming to the barbecue?", "Is Chioma coming to the barbecue?"),
+        ("Can you tell me whether the plumber has been?", "Has the plumber been?"),
+        ("Do you remember whether the train was late?", "Was the train late?"),
         ("Could you remind me how much the new tyres cost?", "How much the new tyres cost?"),
         ("I'd like to know where Ana parked.", "Where Ana parked?"),
         ("Tell me what Priya said about the move.", "What Priya said about the move?"),
-        ("Do you know if we paid the gas bill?", "We paid the gas bill?"),
+        ("Do you know if we paid the gas bill?", "Did we pay the gas bill?"),
+        ("I wonder if Ana likes the new flat?", "Does Ana like the new flat?"),
     ],
 )
 def test_a_spoken_wrapper_is_read_as_the_question_it_carries(spoken: str, carried: str) -> None:

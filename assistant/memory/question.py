@@ -48,8 +48,9 @@ _ASKER_OR_ASKED = {"i", "you"}
 @lru_cache(maxsize=256)
 def bare_question(question: str) -> str:
     """The question a spoken wrapper carries: "Do you remember when the plumber is coming?" asks
-    "When the plumber is coming?", "I was wondering whether Chidi is coming?" asks "Chidi is
-    coming?"; any other question is returned as it is.
+    "When the plumber is coming?", "I was wondering whether Chidi is coming?" asks "Is Chidi
+    coming?" (an embedded yes-or-no clause turned back into the question it reports,
+    `_asked_directly`); any other question is returned as it is.
 
     Read from the parse, not from a list of openings: a wrapper is a main clause about the asker
     or the one asked (its subject "I" or "you", or none, as in "tell me ..."), with no wh-word
@@ -68,10 +69,43 @@ def bare_question(question: str) -> str:
         first, end = clause.left_edge.i, clause.right_edge.i + 1
         if any(t.tag_ in _WH_TAGS for t in sent if not first <= t.i < end):
             continue
-        text = doc[first + (doc[first].lower_ in _YES_OR_NO_MARKS) : end].text.strip(" ,;")
+        if doc[first].lower_ in _YES_OR_NO_MARKS:
+            text = _asked_directly(clause, first + 1, end)
+        else:
+            text = doc[first:end].text.strip(" ,;")
         if text:
             return text[0].upper() + text[1:] + "?"
     return question
+
+
+# The auxiliary that asks a yes-or-no question about a verb without one, by the verb's tense.
+_DO_SUPPORT = {"VBD": "did", "VBZ": "does", "VBP": "do"}
+
+
+def _asked_directly(verb: Any, start: int, end: int) -> str:
+    """An embedded yes-or-no clause (the words from `start` to `end`, `verb` its head) as the
+    question it reports: "Chidi is coming" asks "Is Chidi coming", "Björn paid the deposit" asks
+    "Did Björn pay the deposit". Read as a statement with a question mark, the clause was
+    repeated back by the 1.5B as its answer ("Chidi is coming to the offsite.")."""
+    doc = verb.doc
+    subject = next((c for c in verb.children if c.dep_ in ("nsubj", "nsubjpass", "expl")), None)
+    if subject is None or not start <= subject.left_edge.i:
+        return doc[start:end].text.strip(" ,;")
+    # The first auxiliary after the subject ("is", "will", "has"), or the verb itself as a copula.
+    mover = next((c for c in verb.children if c.dep_ in ("aux", "auxpass") and c.i > subject.right_edge.i), None)
+    if mover is None and verb.lemma_ == "be":
+        mover = verb
+    words = [t.text_with_ws for t in doc[start:end]]
+    if mover is not None:
+        words[mover.i - start] = ""
+        front = mover.text
+    elif verb.tag_ in _DO_SUPPORT:
+        words[verb.i - start] = verb.lemma_ + verb.whitespace_
+        front = _DO_SUPPORT[verb.tag_]
+    else:
+        return doc[start:end].text.strip(" ,;")
+    rest = "".join(words).strip(" ,;?")
+    return f"{front} {rest}"
 
 
 def _embedded(root: Any) -> Any | None:
