@@ -223,7 +223,9 @@ def test_the_frame_asks_for_a_short_answer_after_the_context():
     messages = frame("14 August 2023:\nSam: The trip moves to May.", "When is the trip?")
     user = messages[-1]["content"]
     assert messages[0]["role"] == "system" and user.index("Sam: The trip") < user.index("Question: When is the trip?")
-    assert "as few words as possible" in user and "not mentioned" in user and user.endswith("Answer:")
+    assert "as few words as possible" in user and user.endswith("Answer:")
+    # The decline is offered once, in the system message: beside the question it outweighed the notes.
+    assert "not mentioned" in messages[0]["content"] and "not mentioned" not in user
     # Questions asked of one context share its whole prefix (llama.cpp evaluates it once).
     other = frame("14 August 2023:\nSam: The trip moves to May.", "Who is going?")[-1]["content"]
     prefix = user[: user.index("Question:")]

@@ -211,10 +211,10 @@ def answered(tmp_path_factory) -> EverydayRun:
     return run_everyday(settings, default_set())
 
 
-# 22 of 32 were right with the 1.5B at the commit that took spoken wrappers off questions
-# (BENCHMARKS.md, "The everyday set"); two below that is the floor, so that losing questions
-# goes red. The target is all of them.
-RIGHT_AT_LEAST = 20
+# 25 of 32 were right with the 1.5B once the decline rule moved into the system message and a
+# question about one person needed a line about them (BENCHMARKS.md, "The everyday set"); two
+# below that is the floor, so that losing questions goes red. The target is all of them.
+RIGHT_AT_LEAST = 23
 
 
 @pytest.mark.slow
