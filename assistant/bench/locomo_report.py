@@ -333,31 +333,28 @@ def locomo_markdown(report: dict[str, Any]) -> str:
     for name, s in systems.items():
         if not s.get("abstention"):
             continue
-        lines += [
-            "",
+        lines += _curve_table(
             f"**{name}'s abstention curve** (both probes): the probes whose nearest recalled line is less "
             "relevant than each threshold, which `memory.answer.min_relevance` at that value declines unasked:",
-            "",
-            "| threshold | answerable (1-4) declined | unanswerable (5) declined |",
-            "|---|---|---|",
-        ]
-        for row in s["abstention"]:
-            lines.append(
-                f"| {row['threshold']} | {row['answerable_declined']} of {row['answerable']} | "
-                f"{row['unanswerable_declined']} of {row['unanswerable']} |"
-            )
-        lines += [
-            "",
+            "threshold",
+            s["abstention"],
+        )
+        lines += _curve_table(
             f"**{name}'s person curve** (both probes): the probes of questions about one person whose nearest "
             "line about them is under each share of the nearest line, which `memory.answer.min_person_share` "
             "at that value declines unasked:",
-            "",
-            "| share | answerable (1-4) declined | unanswerable (5) declined |",
-            "|---|---|---|",
-        ]
-        for row in s["person_abstention"]:
-            lines.append(
-                f"| {row['threshold']} | {row['answerable_declined']} of {row['answerable']} | "
-                f"{row['unanswerable_declined']} of {row['unanswerable']} |"
-            )
+            "share",
+            s["person_abstention"],
+        )
     return "\n".join(lines) + "\n"
+
+
+def _curve_table(heading: str, column: str, rows: list[dict[str, Any]]) -> list[str]:
+    """A curve of `_curve` as a markdown table under its heading."""
+    out = ["", heading, "", f"| {column} | answerable (1-4) declined | unanswerable (5) declined |", "|---|---|---|"]
+    for row in rows:
+        out.append(
+            f"| {row['threshold']} | {row['answerable_declined']} of {row['answerable']} | "
+            f"{row['unanswerable_declined']} of {row['unanswerable']} |"
+        )
+    return out

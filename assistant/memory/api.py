@@ -72,12 +72,9 @@ class PreparedQuestion:
     retrieval: Retrieval
     prompt: Prompt | None
     retrieval_ms: float
-    # The relevance of the recalled line nearest the question (`memory.relevance`): `prompt` is
-    # None when it is below `answer.min_relevance`...
-    relevance: float = 0.0
-    # ...or, for a question about one person, when the nearest line about them is less than
-    # `answer.min_person_share` of it (this share; None for any other question).
-    person_share: float | None = None
+    # How near the recalled lines come (`memory.relevance`): `prompt` is None when it is not
+    # `answerable` (`answer.min_relevance`, `answer.min_person_share`).
+    nearness: Nearness
 
 
 @dataclass(frozen=True)
@@ -758,9 +755,7 @@ class Memory:
         # does (`relevance`). The model would only guess; then the answer is "not mentioned"
         # without asking it. Otherwise the model may still decline, and that stands.
         if not nearest.answerable(opts.min_relevance, opts.min_person_share):
-            return PreparedQuestion(
-                retrieval, None, (_time.perf_counter() - t0) * 1000, nearest.best, nearest.person_share
-            )
+            return PreparedQuestion(retrieval, None, (_time.perf_counter() - t0) * 1000, nearest)
         context = build_context(
             self._candidates(retrieval),
             self.tokenizer,
@@ -776,11 +771,7 @@ class Memory:
         if use:
             self._mark_used(list(context.sources))
         return PreparedQuestion(
-            retrieval,
-            build_prompt(retrieval.question, context),
-            (_time.perf_counter() - t0) * 1000,
-            nearest.best,
-            nearest.person_share,
+            retrieval, build_prompt(retrieval.question, context), (_time.perf_counter() - t0) * 1000, nearest
         )
 
     def _relevance(self, retrieval: Retrieval, topic: np.ndarray) -> Nearness:

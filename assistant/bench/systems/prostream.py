@@ -72,9 +72,8 @@ class ProStreamSystem(System):
         quoted = prompt.sources if prompt is not None else ()
         positions = frozenset(where[e.utterance_id] for e in quoted if e.utterance_id in where)
         tokens = prompt.context_tokens if prompt is not None else 0
-        return Context(
-            "", positions, tokens, prepared.retrieval_ms, prepared, prepared.relevance, prepared.person_share
-        )
+        near = prepared.nearness
+        return Context("", positions, tokens, prepared.retrieval_ms, prepared, near.best, near.person_share)
 
     def answer(self, question: str, context: Context) -> tuple[str, float]:
         # The memory frames its own prompt (memory/answer.py: build_prompt, through the same frame).
