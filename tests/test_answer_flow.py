@@ -9,6 +9,7 @@ does with a given reply, whatever a real model would have said.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from assistant.llm import OpenAIChat, load_tokenizer
 from assistant.memory.answer import DONT_KNOW, frame, read_reply, says_unknown
 from assistant.memory.api import Memory
 from assistant.memory.question import bare_question
-from assistant.records import Answer
+from assistant.records import Answer, Utterance
 
 from .conftest import overrides
 from .llm_server import SERVED_MODEL, model_file
@@ -31,7 +32,10 @@ QUESTION = "What is Priya allergic to?"
 PEANUTS = "I am allergic to peanuts, so I always ask them first."
 
 
-def served_memory(tmp_path: Path, server: ScriptedServer, **answer: Any) -> Memory:
+def served_memory(
+    tmp_path: Path, server: ScriptedServer, conversation: Iterable[Utterance] | None = None, **answer: Any
+) -> Memory:
+    """A memory of `conversation` (the sample one by default) whose LLM is `server`."""
     settings = load_settings(
         user_file=tmp_path / "absent.yaml",
         overrides=overrides(
@@ -43,7 +47,7 @@ def served_memory(tmp_path: Path, server: ScriptedServer, **answer: Any) -> Memo
         ),
     )
     mem = Memory(settings)
-    mem.add_many(sample())
+    mem.add_many(sample() if conversation is None else conversation)
     return mem
 
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from assistant.memory.answer import DONT_KNOW
 from assistant.memory.relevance import relevance, word_weights
-from assistant.records import Answer, Retrieval
+from assistant.records import Answer, Retrieval, Utterance
 
 from .scripted_server import ScriptedServer, Stream, scripted
 from .test_answer_flow import asked, notes_lines, served_memory
@@ -37,10 +37,17 @@ class Asked:
     server: ScriptedServer
 
 
-def ask_once(tmp_path: Path, reply: tuple[str, ...], question: str, **answer: Any) -> Asked:
-    """Ask the sample conversation's memory one question, its model scripted to give `reply`."""
+def ask_once(
+    tmp_path: Path,
+    reply: tuple[str, ...],
+    question: str,
+    conversation: tuple[Utterance, ...] | None = None,
+    **answer: Any,
+) -> Asked:
+    """Ask a memory of `conversation` (the sample one by default) one question, its model scripted
+    to give `reply`."""
     with scripted(Stream(reply)) as server:
-        mem = served_memory(tmp_path, server, **answer)
+        mem = served_memory(tmp_path, server, conversation, **answer)
         try:
             pieces, got = asked(mem, question)
             gate = mem.settings.memory.answer.min_relevance
@@ -97,6 +104,35 @@ def test_a_question_put_to_someone_counts_as_about_them(tmp_path: Path) -> None:
     assert len(a.server.posts()) == 1 and a.answer.text == "Her sister"
 
 
+# Four housemates, written for this test: Tariq's barbecue is named once with him, then talked of
+# as "the barbecue"; nothing ties Mara to one.
+BARBECUE = tuple(
+    Utterance(who, text, 1_760_000_000.0 + 60 * i)
+    for i, (who, text) in enumerate(
+        (
+            ("Ines", "Tariq moved his barbecue to the Saturday after next."),
+            ("Hugo", "About twenty people are coming to the barbecue, I counted the replies."),
+            ("Ines", "Mara's book club meets on Thursday evenings now."),
+            ("Hugo", "I'll pick up charcoal and ice on Friday."),
+            ("Mara", "The bins go out on Tuesday this week."),
+            ("Tariq", "Has anyone seen my blue umbrella?"),
+        )
+    )
+)
+
+
+def test_a_line_about_what_the_question_gives_someone_is_about_them(tmp_path: Path) -> None:
+    # "Tariq's barbecue": one line ties the barbecue to Tariq, so Hugo's count of its guests, which
+    # names no one, is about him too, and the question is asked (declined without the tie).
+    a = ask_once(tmp_path / "tariq", ("Twenty",), "How many people are coming to Tariq's barbecue?", BARBECUE)
+    assert a.found.about == "Tariq"
+    assert len(a.server.posts()) == 1 and a.answer.text == "Twenty"
+    # Nothing ties a barbecue to Mara: the one the lines speak of is someone else's.
+    b = ask_once(tmp_path / "mara", ("Twenty",), "How many people are coming to Mara's barbecue?", BARBECUE)
+    assert b.found.about == "Mara"
+    assert (b.answer.text, b.answer.knows, b.server.posts()) == (DONT_KNOW, False, [])
+
+
 def test_the_person_test_is_one_setting(tmp_path: Path) -> None:
     a = ask_once(tmp_path, ("Wednesday",), "When does Sam's daughter start piano lessons?", min_person_share=0.0)
     assert len(a.server.posts()) == 1 and a.answer.text == "Wednesday"
@@ -141,3 +177,15 @@ def test_the_benchmark_counts_what_each_threshold_would_decline() -> None:
     assert (people[0.6]["answerable_declined"], people[0.6]["unanswerable_declined"]) == (0, 1)
     # A system that records no relevance has no curve.
     assert _curve([probe(1, None)], "relevance", GATE_THRESHOLDS) == []
+
+
+def test_what_a_question_gives_someone_is_read_from_its_parse() -> None:
+    from assistant.memory.question import possessed
+
+    assert possessed("How many guests are coming to Lucy's housewarming?", "Lucy") == "housewarming"
+    assert possessed("What is Sam's daughter's name?", "Sam") == "daughter"
+    assert possessed("Do you remember where Zoë's new bike is?", "Zoë") == "bike"
+    # A full name's possessive is on its last word; another person's thing is not theirs.
+    assert possessed("When is Sam Lee's flight?", "Sam Lee") == "flight"
+    assert possessed("When is Priya's flight?", "Sam") is None
+    assert possessed("What did Sam say about the trip?", "Sam") is None

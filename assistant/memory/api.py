@@ -51,10 +51,11 @@ from .context import Candidate, adds_words, build_context
 from .distill import Distiller
 from .engine import ProStream, StepReport
 from .mentions import asks_only, speaks_of
-from .question import QuestionReading, read_question
+from .question import QuestionReading, possessed, read_question
 from .recall import recall
 from .relevance import Nearness, relevance, word_weights
 from .supersede import is_statement
+from .words import content_stems, stem
 
 
 @dataclass(frozen=True)
@@ -783,15 +784,32 @@ class Memory:
             vectors = self.store.utterance_vectors([r.evidence.utterance_id for r in retrieval.lines])
             weights = word_weights(retrieval.terms, *self.store.line_frequencies(retrieval.terms))
             answered_by = self._answered_by([r.evidence for r in retrieval.lines]) if about is not None else {}
+            theirs = self._their_thing(retrieval)
             for r in retrieval.lines:
                 ev = r.evidence
                 score = relevance(ev.text, vectors.get(ev.utterance_id), topic, weights)
                 best = max(best, score)
                 if about is not None and (
-                    about in (ev.speaker, answered_by.get(ev.utterance_id)) or speaks_of(ev.text, about)
+                    about in (ev.speaker, answered_by.get(ev.utterance_id))
+                    or speaks_of(ev.text, about)
+                    or (theirs is not None and theirs in content_stems(ev.text))
                 ):
                     of_person = max(of_person, score)
         return Nearness(best, of_person if about is not None else None)
+
+    def _their_thing(self, retrieval: Retrieval) -> str | None:
+        """The stem of what a question about one person gives them ("Lucy's housewarming"), where a
+        recalled line speaks of them and of it ("Lucy pushed the housewarming to Friday"): then a
+        line about it is about them too ("we're expecting 13 guests at the housewarming"), as a
+        group talks of "the housewarming" without naming whose it is. Where no line ties the thing
+        to them, it may be someone else's: Alex's daughter is not Sam's."""
+        about = retrieval.about
+        thing = possessed(retrieval.question, about) if about is not None else None
+        if about is None or thing is None:
+            return None
+        key = stem(thing)
+        tied = any(speaks_of(r.evidence.text, about) and key in content_stems(r.evidence.text) for r in retrieval.lines)
+        return key if tied else None
 
     def _answered_by(self, lines: list[Evidence]) -> dict[int, str]:
         """Who answered each of these lines that only asks (the next turn's speaker): a question put

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..entities import grammar
 from .dates import question_window
-from .words import content_words
+from .words import content_words, without_accents
 
 # A question whose subject is the user ("what did I tell Sam?", "when did we meet Sam?") is not
 # about what the person it names said. Only a subject counts: "tell me", "told us" and "my car"
@@ -191,6 +191,17 @@ def read_question(question: str, speakers: list[str], now: float, zone: tzinfo) 
     speaker = named[0] if len(named) == 1 and not _FIRST_PERSON.search(question) else None
     window = question_window(question, now, zone) if _ABOUT_SPEECH.search(question) else None
     return QuestionReading(topic or question, terms, speaker, window, tuple(named))
+
+
+def possessed(question: str, name: str) -> str | None:
+    """What a question gives `name`, from its parse: the noun the name's possessive governs
+    ("How many guests are coming to Lucy's housewarming?" -> "housewarming"); None where it gives
+    them nothing."""
+    forms = {without_accents(w).casefold() for w in name.split()}
+    for token in grammar()(bare_question(question)):
+        if token.dep_ == "poss" and without_accents(token.text).casefold() in forms:
+            return str(token.head.text)
+    return None
 
 
 def fts_query(terms: tuple[str, ...]) -> str | None:

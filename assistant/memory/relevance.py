@@ -19,7 +19,9 @@ about them: those they said, and those that speak of them. When the nearest of t
 short of the nearest line of all (`memory.answer.min_person_share`), what it asks was said by or
 of someone else, and the memory declines it too: on the LoCoMo development split, 193 of the 201
 answerable questions that name one of the two speakers have evidence said by or of that person,
-and 58 of the 70 unanswerable ones have none.
+and 58 of the 70 unanswerable ones have none. A line about what the question gives the person
+("Lucy's housewarming") is about them too, where a recalled line ties it to them
+(`Memory._their_thing`).
 """
 
 from __future__ import annotations
