@@ -792,24 +792,23 @@ class Memory:
                 if about is not None and (
                     about in (ev.speaker, answered_by.get(ev.utterance_id))
                     or speaks_of(ev.text, about)
-                    or (theirs is not None and theirs in content_stems(ev.text))
+                    or not theirs.isdisjoint(content_stems(ev.text))
                 ):
                     of_person = max(of_person, score)
         return Nearness(best, of_person if about is not None else None)
 
-    def _their_thing(self, retrieval: Retrieval) -> str | None:
-        """The stem of what a question about one person gives them ("Lucy's housewarming"), where a
-        recalled line speaks of them and of it ("Lucy pushed the housewarming to Friday"): then a
-        line about it is about them too ("we're expecting 13 guests at the housewarming"), as a
-        group talks of "the housewarming" without naming whose it is. Where no line ties the thing
-        to them, it may be someone else's: Alex's daughter is not Sam's."""
+    def _their_thing(self, retrieval: Retrieval) -> set[str]:
+        """The stems of what a question about one person gives them ("Lucy's housewarming") that a
+        recalled line ties to them, speaking of them and of it ("Lucy pushed the housewarming to
+        Friday"): then a line about it is about them too ("we're expecting 13 guests at the
+        housewarming"), as a group talks of "the housewarming" without naming whose it is. Where no
+        line ties the thing to them, it may be someone else's: Alex's daughter is not Sam's."""
         about = retrieval.about
-        thing = possessed(retrieval.question, about) if about is not None else None
-        if about is None or thing is None:
-            return None
-        key = stem(thing)
-        tied = any(speaks_of(r.evidence.text, about) and key in content_stems(r.evidence.text) for r in retrieval.lines)
-        return key if tied else None
+        if about is None:
+            return set()
+        keys = {stem(thing) for thing in possessed(retrieval.question, about)}
+        said = [content_stems(r.evidence.text) for r in retrieval.lines if speaks_of(r.evidence.text, about)]
+        return {key for key in keys if any(key in stems for stems in said)}
 
     def _answered_by(self, lines: list[Evidence]) -> dict[int, str]:
         """Who answered each of these lines that only asks (the next turn's speaker): a question put

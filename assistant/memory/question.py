@@ -193,15 +193,18 @@ def read_question(question: str, speakers: list[str], now: float, zone: tzinfo) 
     return QuestionReading(topic or question, terms, speaker, window, tuple(named))
 
 
-def possessed(question: str, name: str) -> str | None:
-    """What a question gives `name`, from its parse: the noun the name's possessive governs
-    ("How many guests are coming to Lucy's housewarming?" -> "housewarming"); None where it gives
-    them nothing."""
+def possessed(question: str, name: str) -> tuple[str, ...]:
+    """What a question gives `name`, from its parse: the noun the name's possessive governs, and
+    the first noun after the possessive where that is another ("How many guests are coming to
+    Lucy's housewarming?" -> housewarming; "the repair of Pablo's Fiat Panda", which the small
+    parser may read as a "Fiat Panda cost", -> cost, Fiat); none where it gives them nothing."""
     forms = {without_accents(w).casefold() for w in name.split()}
-    for token in grammar()(bare_question(question)):
+    doc = grammar()(bare_question(question))
+    for token in doc:
         if token.dep_ == "poss" and without_accents(token.text).casefold() in forms:
-            return str(token.head.text)
-    return None
+            after = next((t for t in doc[token.i + 1 : token.head.i + 1] if t.pos_ in ("NOUN", "PROPN")), None)
+            return tuple(dict.fromkeys(str(t.text) for t in (token.head, after) if t is not None))
+    return ()
 
 
 def fts_query(terms: tuple[str, ...]) -> str | None:
