@@ -150,7 +150,6 @@ class AnswerOptions:
     min_person_share: float = _range(0.0, 1.0)
     context_tokens: int = _range(64, 131072)
     neighbours: int = _range(0, 100)
-    exchanges: bool
     summaries: bool
     whole_lines: int = _range(0, 10_000)
     trim_above: int = _range(0, 100_000)

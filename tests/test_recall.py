@@ -328,8 +328,7 @@ def test_the_reply_to_the_best_match_is_offered(tmp_path):
         mem = open_memory(
             tmp_path / f"data-{replies}",
             retrieval={"lexical_k": 2, "dense_k": 2, "tree": False, "reply_lines": replies},
-            # Ana's line before Sam's question is in the context too: its exchange would bring the answer.
-            answer={"neighbours": 0, "exchanges": False},
+            answer={"neighbours": 0},
         )
         mem.add_many([Utterance(s, t, T0 + 60 * i) for i, (s, t) in enumerate(SUMMER)])
         prepared = mem.prepare(question, use=False)
@@ -366,55 +365,6 @@ def test_a_reply_that_asks_brings_the_turn_that_answers_it(tmp_path):
         found = mem.search("Where is the band's gig?")
         assert found.lines[0].evidence.text == GIG[0][1]
         assert [e.text for e in found.replies] == [GIG[1][1], GIG[2][1]]
-    finally:
-        mem.close()
-
-
-def test_a_short_question_after_a_shown_line_comes_with_its_answer(tmp_path):
-    """`answer.exchanges`: the announcement is in the context; Sam's short question after it
-    ("Where are we playing?") and Ana's answer, which shares no word with "Where is the band's
-    gig?", are shown after it, though no arm ranks them and no reply is followed."""
-    quoted = {}
-    for exchanges in (False, True):
-        mem = open_memory(
-            tmp_path / f"data-{exchanges}",
-            retrieval={"lexical_k": 1, "dense_k": 1, "tree": False, "reply_lines": 0},
-            answer={"neighbours": 0, "exchanges": exchanges},
-        )
-        try:
-            mem.add_many([Utterance(s, t, T0 + 60 * i) for i, (s, t) in enumerate(GIG)])
-            prepared = mem.prepare("Where is the band's gig?", use=False)
-            assert prepared.prompt is not None and prepared.retrieval.replies == ()
-            assert GIG[2][1] not in {r.evidence.text for r in prepared.retrieval.lines}
-            quoted[exchanges] = [e.text for e in prepared.prompt.sources]
-        finally:
-            mem.close()
-    assert GIG[0][1] in quoted[False] and GIG[2][1] not in quoted[False]
-    assert quoted[True] == [GIG[0][1], GIG[1][1], GIG[2][1]]
-
-
-def test_no_exchange_is_made_of_a_statement_or_ones_own_question(tmp_path):
-    """Only someone else's short question makes an exchange: a statement after the line, or the
-    same speaker asking on, brings nothing more."""
-    told = [
-        ("Ana", "Next item: the band's gig for the hospice fundraiser."),
-        ("Sam", "Brilliant, I love that hospice."),
-        ("Ana", "The Crown on Mill Lane, they have a back room for eighty people."),
-        ("Ana", "Also, the choir's concert is in March."),
-        ("Ana", "Who can sing at it?"),
-        ("Sam", "Me, if it's a Saturday."),
-    ]
-    mem = open_memory(
-        tmp_path / "data",
-        retrieval={"lexical_k": 1, "dense_k": 1, "tree": False, "reply_lines": 0},
-        answer={"neighbours": 0},
-    )
-    try:
-        mem.add_many([Utterance(s, t, T0 + 60 * i) for i, (s, t) in enumerate(told)])
-        for question, line in (("Where is the band's gig?", 0), ("When is the choir's concert?", 3)):
-            prepared = mem.prepare(question, use=False)
-            assert prepared.prompt is not None
-            assert [e.text for e in prepared.prompt.sources] == [told[line][1]]
     finally:
         mem.close()
 

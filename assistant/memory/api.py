@@ -726,10 +726,6 @@ class Memory:
         shown = {c.evidence.utterance_id for c in out}
         out += [Candidate(e) for e in retrieval.replies if e.utterance_id not in shown]
         shown |= {e.utterance_id for e in retrieval.replies}
-        if opts.exchanges:
-            asked = self._exchanges(lines, window)
-            out += [Candidate(e) for e in asked if e.utterance_id not in shown]
-            shown |= {e.utterance_id for e in asked}
         out += [Candidate(e) for e in later if e.utterance_id not in shown]
         return out
 
@@ -778,35 +774,6 @@ class Memory:
         return PreparedQuestion(
             retrieval, build_prompt(retrieval.question, context), (_time.perf_counter() - t0) * 1000, nearest
         )
-
-    def _exchanges(self, lines: list[Evidence], window: RecallFilter) -> list[Evidence]:
-        """For each line, where someone else's next turn is a short question about it ("Nice. Where
-        are we going?"), that question and the turn that answers it: the answer names what the
-        line was about no more than the question does, and no arm finds it."""
-        opts = self.settings.memory.answer
-        after = self.store.turns_beside([e.utterance_id for e in lines], after=True)
-        asks = {u.id: u for u in self.store.utterances(after.values())}
-        answer_of = self.store.turns_beside(asks, after=True)
-        answers = {u.id: u for u in self.store.utterances(answer_of.values())}
-        out: list[Evidence] = []
-        for e in lines:
-            q = asks.get(after.get(e.utterance_id, -1))
-            if (
-                q is None
-                or q.id is None
-                or q.speaker == e.speaker
-                or is_statement(q.text)
-                or self.tokenizer.count(q.text) > opts.trim_above
-                or not window.admits(q.speaker, q.time)
-            ):
-                continue
-            a = answers.get(answer_of.get(q.id, -1))
-            if a is None or a.id is None or a.speaker == q.speaker or not window.admits(a.speaker, a.time):
-                continue
-            held = set(self.store.held_ids_among([q.id, a.id]))
-            if {q.id, a.id} <= held:
-                out += [Evidence.of(q), Evidence.of(a)]
-        return out
 
     def _relevance(self, retrieval: Retrieval, topic: np.ndarray) -> Nearness:
         """How near the recalled lines come to the question (`memory.relevance`): the nearest line,
