@@ -5,7 +5,8 @@ UTTERANCES --seed SEED --work-dir DIR` (seed 0 when left out). Its 50 probes are
 asked them at that length, by the code checked out now: what a change to recall does to the same
 memories, without streaming them again (recall changes nothing a probe measures, since probes
 leave no use behind). Prints, per memory, the latest value held, only a stale one, and where each
-miss was lost; `--misses` prints every miss with its latest value and the values before it. Run
+miss was lost; `--misses` prints every miss with its latest value and the values before it, and
+`--config=FILE` reads them with that config over the defaults. Run
 from the repository root: `.venv/bin/python scripts/probes-on-kept.py d10k:10000 d10k-1:10000:1
 d100k:100000`.
 """
@@ -16,15 +17,18 @@ import sys
 from pathlib import Path
 
 from assistant.bench.scale import check_probe, reopen_kept
+from assistant.config import load_settings
 
 PROBES = 50
 
 
 def main(args: list[str]) -> None:
     show = "--misses" in args
-    for arg in (a for a in args if a != "--misses"):
+    config = next((a.removeprefix("--config=") for a in args if a.startswith("--config=")), None)
+    settings = load_settings(config) if config else None
+    for arg in (a for a in args if not a.startswith("--")):
         where, n, *seed = arg.split(":")
-        memory, stream = reopen_kept(Path(where), int(n), seed=int(seed[0]) if seed else 0)
+        memory, stream = reopen_kept(Path(where), int(n), seed=int(seed[0]) if seed else 0, settings=settings)
         outcomes: dict[str, int] = {}
         held = stale = 0
         with memory:
