@@ -792,7 +792,7 @@ class Memory:
                 if about is not None and (
                     about in (ev.speaker, answered_by.get(ev.utterance_id))
                     or speaks_of(ev.text, about)
-                    or not theirs.isdisjoint(content_stems(ev.text))
+                    or bool(theirs and not theirs.isdisjoint(content_stems(ev.text)))
                 ):
                     of_person = max(of_person, score)
         return Nearness(best, of_person if about is not None else None)

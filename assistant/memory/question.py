@@ -44,7 +44,13 @@ _YES_OR_NO_MARKS = {"whether", "if"}
 _ASKER_OR_ASKED = {"i", "you"}
 
 
-# A question is read for recall and again for the frame; a parse costs about 4 ms.
+# A question is read for recall, for the person test and again for the frame; a parse costs
+# about 4 ms, so each text is parsed once.
+@lru_cache(maxsize=256)
+def _parse(text: str) -> Any:
+    return grammar()(text)
+
+
 @lru_cache(maxsize=256)
 def bare_question(question: str) -> str:
     """The question a spoken wrapper carries: "Do you remember when the plumber is coming?" asks
@@ -60,7 +66,7 @@ def bare_question(question: str) -> str:
     own memory and declines where the bare question gets the answer; the memory's reading (names,
     the window of time, the words searched) is of the bare question too.
     """
-    doc = grammar()(question)
+    doc = _parse(question)
     for sent in doc.sents:
         clause = _embedded(sent.root)
         if clause is None:
@@ -199,7 +205,7 @@ def possessed(question: str, name: str) -> tuple[str, ...]:
     Lucy's housewarming?" -> housewarming; "the repair of Pablo's Fiat Panda", which the small
     parser may read as a "Fiat Panda cost", -> cost, Fiat); none where it gives them nothing."""
     forms = {without_accents(w).casefold() for w in name.split()}
-    doc = grammar()(bare_question(question))
+    doc = _parse(bare_question(question))
     for token in doc:
         if token.dep_ == "poss" and without_accents(token.text).casefold() in forms:
             after = next((t for t in doc[token.i + 1 : token.head.i + 1] if t.pos_ in ("NOUN", "PROPN")), None)
