@@ -133,6 +133,32 @@ def test_a_line_about_what_the_question_gives_someone_is_about_them(tmp_path: Pa
     assert (b.answer.text, b.answer.knows, b.server.posts()) == (DONT_KNOW, False, [])
 
 
+# Two flatmates, written for this test: Nadia asks about the race, Ben ran it.
+RACE = tuple(
+    Utterance(who, text, 1_760_000_000.0 + 60 * i)
+    for i, (who, text) in enumerate(
+        (
+            ("Nadia", "How did the half marathon go on Sunday?"),
+            ("Ben", "I finished in two hours and ten minutes, my best time yet."),
+            ("Nadia", "I'm repainting the hallway this weekend, a pale green."),
+            ("Ben", "My knees hurt, so I'm skipping the gym until Thursday."),
+            ("Nadia", "Could someone feed the cat on Friday? I'm away."),
+        )
+    )
+)
+
+
+def test_a_line_that_only_asks_is_about_the_one_who_answers_not_the_asker(tmp_path: Path) -> None:
+    # Nadia's question is the line nearest the race, but it is Ben's race: asked of Nadia, nothing
+    # about her comes near, and the model is not asked.
+    a = ask_once(tmp_path / "nadia", ("Two hours ten",), "How long did Nadia take to run the half marathon?", RACE)
+    assert a.found.about == "Nadia"
+    assert (a.answer.text, a.answer.knows, a.server.posts()) == (DONT_KNOW, False, [])
+    b = ask_once(tmp_path / "ben", ("Two hours ten",), "How long did Ben take to run the half marathon?", RACE)
+    assert b.found.about == "Ben" and len(b.server.posts()) == 1
+    assert b.answer.text == "Two hours ten"
+
+
 def test_the_person_test_is_one_setting(tmp_path: Path) -> None:
     a = ask_once(tmp_path, ("Wednesday",), "When does Sam's daughter start piano lessons?", min_person_share=0.0)
     assert len(a.server.posts()) == 1 and a.answer.text == "Wednesday"

@@ -789,8 +789,10 @@ class Memory:
                 ev = r.evidence
                 score = relevance(ev.text, vectors.get(ev.utterance_id), topic, weights)
                 best = max(best, score)
+                # A line that only asks is about the one who answers it, not the one asking.
+                by = answered_by.get(ev.utterance_id, ev.speaker)
                 if about is not None and (
-                    about in (ev.speaker, answered_by.get(ev.utterance_id))
+                    about == by
                     or speaks_of(ev.text, about)
                     or bool(theirs and not theirs.isdisjoint(content_stems(ev.text)))
                 ):
