@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from assistant.memory.mentions import speaks_of
+from assistant.memory.mentions import said_and_asked, speaks_of
 
 
 @pytest.mark.parametrize(
@@ -43,3 +43,12 @@ def test_accents_are_compared_as_the_lexical_index_compares_them() -> None:
     assert speaks_of("Zoe rang the plumber this morning.", "Zoë")
     assert speaks_of("Zoë rang the plumber this morning.", "Zoe")
     assert not speaks_of("Thanks, Zoë!", "Zoe")
+
+
+def test_a_line_is_read_as_what_it_states_and_what_it_asks() -> None:
+    assert said_and_asked("Wow! What got you into running? I only walk.") == (
+        "Wow! I only walk.",
+        "What got you into running?",
+    )
+    assert said_and_asked("The boiler is fixed.") == ("The boiler is fixed.", "")
+    assert said_and_asked("Who is feeding the cat?") == ("", "Who is feeding the cat?")

@@ -138,7 +138,7 @@ RACE = tuple(
     Utterance(who, text, 1_760_000_000.0 + 60 * i)
     for i, (who, text) in enumerate(
         (
-            ("Nadia", "How did the half marathon go on Sunday?"),
+            ("Nadia", "Well done on Sunday! How did the half marathon go?"),
             ("Ben", "I finished in two hours and ten minutes, my best time yet."),
             ("Nadia", "I'm repainting the hallway this weekend, a pale green."),
             ("Ben", "My knees hurt, so I'm skipping the gym until Thursday."),
@@ -148,15 +148,28 @@ RACE = tuple(
 )
 
 
-def test_a_line_that_only_asks_is_about_the_one_who_answers_not_the_asker(tmp_path: Path) -> None:
-    # Nadia's question is the line nearest the race, but it is Ben's race: asked of Nadia, nothing
-    # about her comes near, and the model is not asked.
+def test_what_a_line_asks_is_about_the_one_who_answers_not_the_asker(tmp_path: Path) -> None:
+    # Nadia's line is the one nearest the race, but what comes near is what she asks, and it is
+    # Ben's race: asked of Nadia, nothing she states comes near, and the model is not asked.
     a = ask_once(tmp_path / "nadia", ("Two hours ten",), "How long did Nadia take to run the half marathon?", RACE)
     assert a.found.about == "Nadia"
     assert (a.answer.text, a.answer.knows, a.server.posts()) == (DONT_KNOW, False, [])
     b = ask_once(tmp_path / "ben", ("Two hours ten",), "How long did Ben take to run the half marathon?", RACE)
     assert b.found.about == "Ben" and len(b.server.posts()) == 1
     assert b.answer.text == "Two hours ten"
+
+
+def test_what_a_line_asks_counts_for_the_one_who_answers_it(tmp_path: Path) -> None:
+    # Ben praises the photo and asks about the hike; Nadia's answer shares none of its words.
+    hike = (
+        Utterance("Ben", "Lovely photo! Where was that hike?", 1_760_000_000.0),
+        Utterance("Nadia", "Glendalough, with my cousins on Saturday.", 1_760_000_060.0),
+        Utterance("Ben", "I'm repainting the hallway this weekend, a pale green.", 1_760_000_120.0),
+        Utterance("Nadia", "Could someone feed the cat on Friday? I'm away.", 1_760_000_180.0),
+    )
+    a = ask_once(tmp_path, ("Glendalough",), "Where did Nadia go hiking?", hike)
+    assert a.found.about == "Nadia"
+    assert len(a.server.posts()) == 1 and a.answer.text == "Glendalough"
 
 
 def test_the_person_test_is_one_setting(tmp_path: Path) -> None:

@@ -50,7 +50,7 @@ from .commitments import Judge, LLMJudge, Verdict
 from .context import Candidate, adds_words, build_context
 from .distill import Distiller
 from .engine import ProStream, StepReport
-from .mentions import asks_only, speaks_of
+from .mentions import said_and_asked, speaks_of
 from .question import QuestionReading, possessed, read_question
 from .recall import recall
 from .relevance import Nearness, relevance, word_weights
@@ -777,27 +777,47 @@ class Memory:
 
     def _relevance(self, retrieval: Retrieval, topic: np.ndarray) -> Nearness:
         """How near the recalled lines come to the question (`memory.relevance`): the nearest line,
-        and for a question about one person the nearest line they said or that speaks of them."""
+        and for a question about one person the nearest line, or part of one, about them."""
         about = retrieval.about
-        best = of_person = 0.0
-        if retrieval.lines:
-            vectors = self.store.utterance_vectors([r.evidence.utterance_id for r in retrieval.lines])
-            weights = word_weights(retrieval.terms, *self.store.line_frequencies(retrieval.terms))
-            answered_by = self._answered_by([r.evidence for r in retrieval.lines]) if about is not None else {}
-            theirs = self._their_thing(retrieval)
-            for r in retrieval.lines:
-                ev = r.evidence
-                score = relevance(ev.text, vectors.get(ev.utterance_id), topic, weights)
-                best = max(best, score)
-                # A line that only asks is about the one who answers it, not the one asking.
-                by = answered_by.get(ev.utterance_id, ev.speaker)
-                if about is not None and (
-                    about == by
-                    or speaks_of(ev.text, about)
-                    or bool(theirs and not theirs.isdisjoint(content_stems(ev.text)))
-                ):
-                    of_person = max(of_person, score)
-        return Nearness(best, of_person if about is not None else None)
+        if not retrieval.lines:
+            return Nearness(0.0, 0.0 if about is not None else None)
+        vectors = self.store.utterance_vectors([r.evidence.utterance_id for r in retrieval.lines])
+        weights = word_weights(retrieval.terms, *self.store.line_frequencies(retrieval.terms))
+        scores = {
+            r.evidence.utterance_id: relevance(r.evidence.text, vectors.get(r.evidence.utterance_id), topic, weights)
+            for r in retrieval.lines
+        }
+        best = max(scores.values())
+        if about is None:
+            return Nearness(best)
+        answered_by = self._answered_by([r.evidence for r in retrieval.lines])
+        theirs = self._their_thing(retrieval)
+        of_person = 0.0
+        # A line that states and asks ("Wow! What got you into running?") is read in parts: what it
+        # states is its speaker's, what it asks is about the one who answers it.
+        parts: dict[int, str] = {}
+        for r in retrieval.lines:
+            ev, score = r.evidence, scores[r.evidence.utterance_id]
+            if speaks_of(ev.text, about) or bool(theirs and not theirs.isdisjoint(content_stems(ev.text))):
+                of_person = max(of_person, score)
+                continue
+            stating, asking = said_and_asked(ev.text)
+            mine = stating if about == ev.speaker else asking if about == answered_by.get(ev.utterance_id) else ""
+            if mine and stating and asking:
+                parts[ev.utterance_id] = mine
+            elif mine:
+                of_person = max(of_person, score)
+        # A part is embedded where its line comes within the person test's share of the nearest; a
+        # line further off is read by the part's words alone, which keeps the embedding to a few
+        # short texts a question.
+        reach = best * self.settings.memory.answer.min_person_share
+        near = [text for uid, text in parts.items() if scores[uid] >= reach]
+        for text, vector in zip(near, self._embedder.encode(near) if near else [], strict=True):
+            of_person = max(of_person, relevance(text, vector, topic, weights))
+        for uid, text in parts.items():
+            if scores[uid] < reach:
+                of_person = max(of_person, relevance(text, None, topic, weights))
+        return Nearness(best, of_person)
 
     def _their_thing(self, retrieval: Retrieval) -> set[str]:
         """The stems of what a question about one person gives them ("Lucy's housewarming") that a
@@ -813,10 +833,10 @@ class Memory:
         return {key for key in keys if any(key in stems for stems in said)}
 
     def _answered_by(self, lines: list[Evidence]) -> dict[int, str]:
-        """Who answered each of these lines that only asks (the next turn's speaker): a question put
-        to someone ("Who is looking after your dog, Priya?") is about the one who answers it, whose
+        """Who answered each of these lines that asks (the next turn's speaker): a question put to
+        someone ("Who is looking after your dog, Priya?") is about the one who answers it, whose
         reply ("My sister will take Biscuit") shares none of the question's words."""
-        asked = [e.utterance_id for e in lines if asks_only(e.text)]
+        asked = [e.utterance_id for e in lines if said_and_asked(e.text)[1]]
         if not asked:
             return {}
         replies = self.store.turns_beside(asked, after=True)

@@ -37,8 +37,11 @@ def speaks_of(text: str, name: str) -> bool:
     return False
 
 
-def asks_only(text: str) -> bool:
-    """Whether every sentence of `text` asks: a turn that states nothing ("Who is looking after
-    your dog while you're away?"), whose answer is the reply to it."""
+def said_and_asked(text: str) -> tuple[str, str]:
+    """A line's sentences that state, and those that ask ("Wow! What got you into running?" ->
+    "Wow!", "What got you into running?")."""
     said = sentences(text)
-    return bool(said) and all(s.rstrip().endswith("?") for s in said)
+    return (
+        " ".join(s for s in said if not s.rstrip().endswith("?")),
+        " ".join(s for s in said if s.rstrip().endswith("?")),
+    )
