@@ -159,6 +159,24 @@ def test_what_a_line_asks_is_about_the_one_who_answers_not_the_asker(tmp_path: P
     assert b.answer.text == "Two hours ten"
 
 
+def test_a_line_read_in_parts_is_weighed_against_parts(tmp_path: Path) -> None:
+    # The nearest line is Nadia's, and it is near for the words of both its parts: her plan, and
+    # what she asks Ben. Her part is weighed against the nearest part, not the whole line.
+    camping = (
+        Utterance(
+            "Nadia",
+            "The kids are off school soon, so we're camping in Kerry next month. Any plans yourself?",
+            1_760_000_000.0,
+        ),
+        Utterance("Ben", "Not really, probably just working.", 1_760_000_060.0),
+        Utterance("Ben", "I'm repainting the hallway this weekend, a pale green.", 1_760_000_120.0),
+        Utterance("Nadia", "Could someone feed the cat on Friday? I'm away.", 1_760_000_180.0),
+    )
+    a = ask_once(tmp_path, ("Camping in Kerry",), "What plans does Nadia have for next month?", camping)
+    assert a.found.about == "Nadia"
+    assert len(a.server.posts()) == 1 and a.answer.text == "Camping in Kerry"
+
+
 def test_what_a_line_asks_counts_for_the_one_who_answers_it(tmp_path: Path) -> None:
     # Ben praises the photo and asks about the hike; Nadia's answer shares none of its words.
     hike = (

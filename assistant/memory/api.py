@@ -792,32 +792,37 @@ class Memory:
             return Nearness(best)
         answered_by = self._answered_by([r.evidence for r in retrieval.lines])
         theirs = self._their_thing(retrieval)
-        of_person = 0.0
-        # A line that states and asks ("Wow! What got you into running?") is read in parts: what it
-        # states is its speaker's, what it asks is about the one who answers it.
-        parts: dict[int, str] = {}
+        # A line that states and asks ("Wow! What got you into running?") is read in parts where it
+        # comes within the person test's share of the nearest: what it states is its speaker's,
+        # what it asks is about the one who answers it, and each part is as near as its own
+        # embedding and words say. The person's nearest is then a share of the nearest line or
+        # part of all (a line's score may rest on the words of both its parts).
+        reach = best * self.settings.memory.answer.min_person_share
+        of_person = of_all = 0.0
+        parts: list[tuple[str, bool]] = []  # (text, whether it is about the person)
         for r in retrieval.lines:
             ev, score = r.evidence, scores[r.evidence.utterance_id]
             if speaks_of(ev.text, about) or bool(theirs and not theirs.isdisjoint(content_stems(ev.text))):
-                of_person = max(of_person, score)
+                of_person, of_all = max(of_person, score), max(of_all, score)
                 continue
             stating, asking = said_and_asked(ev.text)
-            mine = stating if about == ev.speaker else asking if about == answered_by.get(ev.utterance_id) else ""
-            if mine and stating and asking:
-                parts[ev.utterance_id] = mine
-            elif mine:
+            answerer = answered_by.get(ev.utterance_id)
+            if stating and asking and score >= reach:
+                parts += [(stating, about == ev.speaker), (asking, about == answerer)]
+                continue
+            of_all = max(of_all, score)
+            if stating and asking and about in (ev.speaker, answerer):
+                # Too far to matter: the person's part is read by its words alone.
+                of_person = max(of_person, relevance(stating if about == ev.speaker else asking, None, topic, weights))
+            elif about == (ev.speaker if stating else answerer):
                 of_person = max(of_person, score)
-        # A part is embedded where its line comes within the person test's share of the nearest; a
-        # line further off is read by the part's words alone, which keeps the embedding to a few
-        # short texts a question.
-        reach = best * self.settings.memory.answer.min_person_share
-        near = [text for uid, text in parts.items() if scores[uid] >= reach]
-        for text, vector in zip(near, self._embedder.encode(near) if near else [], strict=True):
-            of_person = max(of_person, relevance(text, vector, topic, weights))
-        for uid, text in parts.items():
-            if scores[uid] < reach:
-                of_person = max(of_person, relevance(text, None, topic, weights))
-        return Nearness(best, of_person)
+        texts = [text for text, _ in parts]
+        for (text, theirs_part), vector in zip(parts, self._embedder.encode(texts) if texts else [], strict=True):
+            score = relevance(text, vector, topic, weights)
+            of_all = max(of_all, score)
+            if theirs_part:
+                of_person = max(of_person, score)
+        return Nearness(best, of_person, of_all)
 
     def _their_thing(self, retrieval: Retrieval) -> set[str]:
         """The stems of what a question about one person gives them ("Lucy's housewarming") that a

@@ -63,16 +63,20 @@ class Nearness:
 
     # The relevance of the nearest recalled line; 0 with none.
     best: float
-    # For a question about one person, that of the nearest line about them (said by them, or
-    # speaking of them); None for any other question.
+    # For a question about one person, that of the nearest line, or part of one, about them (said
+    # by them, or speaking of them); None for any other question.
     of_person: float | None = None
+    # ...and that of the nearest line or part of all, read as the person's are (a line that states
+    # and asks is two parts); `best` where None.
+    of_all: float | None = None
 
     @property
     def person_share(self) -> float | None:
         """The nearest line about the person asked about, as a share of the nearest line."""
         if self.of_person is None:
             return None
-        return self.of_person / self.best if self.best > 0 else 0.0
+        whole = self.best if self.of_all is None else self.of_all
+        return self.of_person / whole if whole > 0 else 0.0
 
     def answerable(self, min_relevance: float, min_person_share: float) -> bool:
         """Whether the model is asked: some line reaches `min_relevance`, and for a question about
