@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from assistant.memory.mentions import said_and_asked, speaks_of
+from assistant.memory.mentions import own_and_addressed, speaks_of
 
 
 @pytest.mark.parametrize(
@@ -45,10 +45,15 @@ def test_accents_are_compared_as_the_lexical_index_compares_them() -> None:
     assert not speaks_of("Thanks, Zoë!", "Zoe")
 
 
-def test_a_line_is_read_as_what_it_states_and_what_it_asks() -> None:
-    assert said_and_asked("Wow! What got you into running? I only walk.") == (
+def test_a_line_is_read_as_its_speakers_own_and_what_it_addresses_to_the_listener() -> None:
+    assert own_and_addressed("Wow! What got you into running? I only walk.") == (
         "Wow! I only walk.",
         "What got you into running?",
     )
-    assert said_and_asked("The boiler is fixed.") == ("The boiler is fixed.", "")
-    assert said_and_asked("Who is feeding the cat?") == ("", "Who is feeding the cat?")
+    assert own_and_addressed("The boiler is fixed.") == ("The boiler is fixed.", "")
+    assert own_and_addressed("Who is feeding the cat?") == ("", "Who is feeding the cat?")
+    # The second person alone speaks of the listener; with the first it is the speaker's own.
+    assert own_and_addressed("Oh no. Your wrist must be sore. I'm proud of you anyway.") == (
+        "Oh no. I'm proud of you anyway.",
+        "Your wrist must be sore.",
+    )

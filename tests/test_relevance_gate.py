@@ -159,6 +159,22 @@ def test_what_a_line_asks_is_about_the_one_who_answers_not_the_asker(tmp_path: P
     assert b.answer.text == "Two hours ten"
 
 
+def test_what_a_line_says_of_its_listener_is_about_them(tmp_path: Path) -> None:
+    # Nadia's "your wrist" is the line nearest the question, but it is Ben's wrist.
+    wrist = (
+        Utterance("Ben", "I came off my bike on Saturday.", 1_760_000_000.0),
+        Utterance("Nadia", "Oh no! Your wrist must be really sore after that.", 1_760_000_060.0),
+        Utterance("Ben", "It is, the doctor says two weeks in a splint.", 1_760_000_120.0),
+        Utterance("Nadia", "I'm repainting the hallway this weekend, a pale green.", 1_760_000_180.0),
+        Utterance("Ben", "Could someone feed the cat on Friday? I'm away.", 1_760_000_240.0),
+    )
+    a = ask_once(tmp_path / "nadia", ("Two weeks",), "How sore is Nadia's wrist?", wrist)
+    assert a.found.about == "Nadia"
+    assert (a.answer.text, a.answer.knows, a.server.posts()) == (DONT_KNOW, False, [])
+    b = ask_once(tmp_path / "ben", ("Two weeks",), "How sore is Ben's wrist?", wrist)
+    assert b.found.about == "Ben" and len(b.server.posts()) == 1
+
+
 def test_a_line_read_in_parts_is_weighed_against_parts(tmp_path: Path) -> None:
     # The nearest line is Nadia's, and it is near for the words of both its parts: her plan, and
     # what she asks Ben. Her part is weighed against the nearest part, not the whole line.

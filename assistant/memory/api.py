@@ -50,7 +50,7 @@ from .commitments import Judge, LLMJudge, Verdict
 from .context import Candidate, adds_words, build_context
 from .distill import Distiller
 from .engine import ProStream, StepReport
-from .mentions import said_and_asked, speaks_of
+from .mentions import own_and_addressed, speaks_of
 from .question import QuestionReading, possessed, read_question
 from .recall import recall
 from .relevance import Nearness, relevance, word_weights
@@ -792,11 +792,12 @@ class Memory:
             return Nearness(best)
         answered_by = self._answered_by([r.evidence for r in retrieval.lines])
         theirs = self._their_thing(retrieval)
-        # A line that states and asks ("Wow! What got you into running?") is read in parts where it
-        # comes within the person test's share of the nearest: what it states is its speaker's,
-        # what it asks is about the one who answers it, and each part is as near as its own
-        # embedding and words say. The person's nearest is then a share of the nearest line or
-        # part of all (a line's score may rest on the words of both its parts).
+        # A line that speaks of its speaker's own matters and to its listener ("Wow! What got you
+        # into running?", "Oh no. Your wrist must be sore.") is read in parts where it comes within
+        # the person test's share of the nearest: its own sentences are its speaker's, what it asks
+        # the listener or says of them is about the one who answers it, and each part is as near
+        # as its own embedding and words say. The person's nearest is then a share of the nearest
+        # line or part of all (a line's score may rest on the words of both its parts).
         reach = best * self.settings.memory.answer.min_person_share
         of_person = of_all = 0.0
         parts: list[tuple[str, bool]] = []  # (text, whether it is about the person)
@@ -805,16 +806,16 @@ class Memory:
             if speaks_of(ev.text, about) or bool(theirs and not theirs.isdisjoint(content_stems(ev.text))):
                 of_person, of_all = max(of_person, score), max(of_all, score)
                 continue
-            stating, asking = said_and_asked(ev.text)
+            own, addressed = own_and_addressed(ev.text)
             answerer = answered_by.get(ev.utterance_id)
-            if stating and asking and score >= reach:
-                parts += [(stating, about == ev.speaker), (asking, about == answerer)]
+            if own and addressed and score >= reach:
+                parts += [(own, about == ev.speaker), (addressed, about == answerer)]
                 continue
             of_all = max(of_all, score)
-            if stating and asking and about in (ev.speaker, answerer):
+            if own and addressed and about in (ev.speaker, answerer):
                 # Too far to matter: the person's part is read by its words alone.
-                of_person = max(of_person, relevance(stating if about == ev.speaker else asking, None, topic, weights))
-            elif about == (ev.speaker if stating else answerer):
+                of_person = max(of_person, relevance(own if about == ev.speaker else addressed, None, topic, weights))
+            elif about == (ev.speaker if own else answerer):
                 of_person = max(of_person, score)
         texts = [text for text, _ in parts]
         for (text, theirs_part), vector in zip(parts, self._embedder.encode(texts) if texts else [], strict=True):
@@ -838,10 +839,11 @@ class Memory:
         return {key for key in keys if any(key in stems for stems in said)}
 
     def _answered_by(self, lines: list[Evidence]) -> dict[int, str]:
-        """Who answered each of these lines that asks (the next turn's speaker): a question put to
-        someone ("Who is looking after your dog, Priya?") is about the one who answers it, whose
-        reply ("My sister will take Biscuit") shares none of the question's words."""
-        asked = [e.utterance_id for e in lines if said_and_asked(e.text)[1]]
+        """Who answered each of these lines that asks or speaks to its listener (the next turn's
+        speaker): a question put to someone ("Who is looking after your dog, Priya?") is about the
+        one who answers it, whose reply ("My sister will take Biscuit") shares none of the
+        question's words."""
+        asked = [e.utterance_id for e in lines if own_and_addressed(e.text)[1]]
         if not asked:
             return {}
         replies = self.store.turns_beside(asked, after=True)

@@ -37,11 +37,23 @@ def speaks_of(text: str, name: str) -> bool:
     return False
 
 
-def said_and_asked(text: str) -> tuple[str, str]:
-    """A line's sentences that state, and those that ask ("Wow! What got you into running?" ->
-    "Wow!", "What got you into running?")."""
+# A sentence is said to the listener, not of the speaker, where it speaks in the second person and
+# not in the first ("Thank goodness your son's okay", against "I'm proud of you").
+_SECOND_PERSON = re.compile(r"\b(?:you|your|yours|yourself|yourselves|ya)\b", re.IGNORECASE)
+_FIRST_PERSON = re.compile(r"\b(?:i|me|my|mine|myself|we|us|our|ours|ourselves)\b", re.IGNORECASE)
+
+
+def own_and_addressed(text: str) -> tuple[str, str]:
+    """A line's sentences of its speaker's own, and those addressed to its listener: what it asks
+    them and what it says of them ("Wow! What got you into running?" -> "Wow!", "What got you
+    into running?"; "Oh no. Your wrist must be sore." -> "Oh no.", "Your wrist must be sore.")."""
     said = sentences(text)
+    addressed = [s.rstrip().endswith("?") or _to_listener(s) for s in said]
     return (
-        " ".join(s for s in said if not s.rstrip().endswith("?")),
-        " ".join(s for s in said if s.rstrip().endswith("?")),
+        " ".join(s for s, a in zip(said, addressed, strict=True) if not a),
+        " ".join(s for s, a in zip(said, addressed, strict=True) if a),
     )
+
+
+def _to_listener(sentence: str) -> bool:
+    return bool(_SECOND_PERSON.search(sentence)) and not _FIRST_PERSON.search(sentence)
