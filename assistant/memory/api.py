@@ -67,6 +67,18 @@ class IngestReport:
 
 
 @dataclass(frozen=True)
+class _Scored:
+    """Each recalled line's relevance (by utterance id), and the question's word weights it was read with."""
+
+    lines: dict[int, float]
+    weights: dict[str, float]
+
+    @property
+    def best(self) -> float:
+        return max(self.lines.values(), default=0.0)
+
+
+@dataclass(frozen=True)
 class PreparedQuestion:
     """A question retrieved and framed, ready for the LLM; `prompt` None when the memory has nothing on it."""
 
@@ -590,9 +602,9 @@ class Memory:
 
     def _recall(
         self, q: str, given: RecallFilter, *, use: bool, now: float | None
-    ) -> tuple[Retrieval, np.ndarray, Nearness]:
+    ) -> tuple[Retrieval, np.ndarray, _Scored]:
         """`search` of a checked question and filter, the embedding of the topic it recalled with, and
-        the relevance of its nearest line (`_relevance`), which decides the archive and the answer."""
+        each recalled line's relevance (`_relevance`), which decides the archive and the answer."""
         now = _time.time() if now is None else now
         opts = self.settings.memory
         reading = read_question(q, self.store.speaker_names(), now, self.settings.zone)
@@ -619,12 +631,12 @@ class Memory:
             found.replies,
             found.about,
         )
-        nearest = self._relevance(retrieval, vector)
+        scored = self._relevance(retrieval, vector)
         if opts.answer.archive_fallback:
-            retrieval, nearest = self._from_archive(retrieval, vector, nearest)
-        return retrieval, vector, nearest
+            retrieval, scored = self._from_archive(retrieval, vector, scored)
+        return retrieval, vector, scored
 
-    def _from_archive(self, held: Retrieval, vector: np.ndarray, kept: Nearness) -> tuple[Retrieval, Nearness]:
+    def _from_archive(self, held: Retrieval, vector: np.ndarray, kept: _Scored) -> tuple[Retrieval, _Scored]:
         """The archived lines nearest the question (whether or not the memory still holds them), marked
         as from the archive, where the memory holds nothing relevant (`answer.min_relevance`) or
         nothing as relevant as they are by `answer.archive_margin`; else `held`, whose relevance is
@@ -747,9 +759,10 @@ class Memory:
         """
         t0 = _time.perf_counter()
         q = self.check_question(question)
-        retrieval, topic, nearest = self._recall(
+        retrieval, topic, scored = self._recall(
             q, self.recall_filter(since=since, until=until, speaker=speaker), use=False, now=now
         )
+        nearest = self._nearness(retrieval, topic, scored)
         opts = self.settings.memory.answer
         # Nothing to say: no recalled line comes near the question, in its words or in meaning, or
         # for a question about one person, no line about them comes near what someone else's line
@@ -775,21 +788,24 @@ class Memory:
             retrieval, build_prompt(retrieval.question, context), (_time.perf_counter() - t0) * 1000, nearest
         )
 
-    def _relevance(self, retrieval: Retrieval, topic: np.ndarray) -> Nearness:
-        """How near the recalled lines come to the question (`memory.relevance`): the nearest line,
-        and for a question about one person the nearest line, or part of one, about them."""
-        about = retrieval.about
-        if not retrieval.lines:
-            return Nearness(0.0, 0.0 if about is not None else None)
+    def _relevance(self, retrieval: Retrieval, topic: np.ndarray) -> _Scored:
+        """Each recalled line's relevance to the question (`memory.relevance`)."""
         vectors = self.store.utterance_vectors([r.evidence.utterance_id for r in retrieval.lines])
         weights = word_weights(retrieval.terms, *self.store.line_frequencies(retrieval.terms))
-        scores = {
+        lines = {
             r.evidence.utterance_id: relevance(r.evidence.text, vectors.get(r.evidence.utterance_id), topic, weights)
             for r in retrieval.lines
         }
-        best = max(scores.values())
-        if about is None:
-            return Nearness(best)
+        return _Scored(lines, weights)
+
+    def _nearness(self, retrieval: Retrieval, topic: np.ndarray, scored: _Scored) -> Nearness:
+        """How near the recalled lines come to the question, and for a question about one person
+        how near the nearest line, or part of one, about them comes against the nearest of all.
+        Only answering reads the person's (`min_person_share`): recall and search do not pay for
+        its embeddings."""
+        about, best, scores, weights = retrieval.about, scored.best, scored.lines, scored.weights
+        if about is None or not retrieval.lines:
+            return Nearness(best, None if about is None else 0.0)
         answered_by = self._answered_by([r.evidence for r in retrieval.lines])
         theirs = self._their_thing(retrieval)
         # A line that speaks of its speaker's own matters and to its listener ("Wow! What got you

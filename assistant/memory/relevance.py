@@ -66,8 +66,8 @@ class Nearness:
     # For a question about one person, that of the nearest line, or part of one, about them (said
     # by them, or speaking of them); None for any other question.
     of_person: float | None = None
-    # ...and that of the nearest line or part of all, read as the person's are (a line that states
-    # and asks is two parts); `best` where None.
+    # ...and that of the nearest line or part of all, read as the person's are (a line with its
+    # speaker's own sentences and some addressed to the listener is two parts); `best` where None.
     of_all: float | None = None
 
     @property
