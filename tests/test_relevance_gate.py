@@ -28,6 +28,11 @@ GENERAL = "Who wrote the Iliad?"
 ABOUT_PRIYA = "What is Priya's political leaning?"
 
 
+def talk(*lines: tuple[str, str]) -> tuple[Utterance, ...]:
+    """A conversation written for a test: (speaker, text) turns a minute apart."""
+    return tuple(Utterance(who, text, 1_760_000_000.0 + 60 * i) for i, (who, text) in enumerate(lines))
+
+
 @dataclass
 class Asked:
     found: Retrieval  # what recall found, which the gate reads
@@ -106,18 +111,13 @@ def test_a_question_put_to_someone_counts_as_about_them(tmp_path: Path) -> None:
 
 # Four housemates, written for this test: Tariq's barbecue is named once with him, then talked of
 # as "the barbecue"; nothing ties Mara to one.
-BARBECUE = tuple(
-    Utterance(who, text, 1_760_000_000.0 + 60 * i)
-    for i, (who, text) in enumerate(
-        (
-            ("Ines", "Tariq moved his barbecue to the Saturday after next."),
-            ("Hugo", "About twenty people are coming to the barbecue, I counted the replies."),
-            ("Ines", "Mara's book club meets on Thursday evenings now."),
-            ("Hugo", "I'll pick up charcoal and ice on Friday."),
-            ("Mara", "The bins go out on Tuesday this week."),
-            ("Tariq", "Has anyone seen my blue umbrella?"),
-        )
-    )
+BARBECUE = talk(
+    ("Ines", "Tariq moved his barbecue to the Saturday after next."),
+    ("Hugo", "About twenty people are coming to the barbecue, I counted the replies."),
+    ("Ines", "Mara's book club meets on Thursday evenings now."),
+    ("Hugo", "I'll pick up charcoal and ice on Friday."),
+    ("Mara", "The bins go out on Tuesday this week."),
+    ("Tariq", "Has anyone seen my blue umbrella?"),
 )
 
 
@@ -134,17 +134,12 @@ def test_a_line_about_what_the_question_gives_someone_is_about_them(tmp_path: Pa
 
 
 # Two flatmates, written for this test: Nadia asks about the race, Ben ran it.
-RACE = tuple(
-    Utterance(who, text, 1_760_000_000.0 + 60 * i)
-    for i, (who, text) in enumerate(
-        (
-            ("Nadia", "Well done on Sunday! How did the half marathon go?"),
-            ("Ben", "I finished in two hours and ten minutes, my best time yet."),
-            ("Nadia", "I'm repainting the hallway this weekend, a pale green."),
-            ("Ben", "My knees hurt, so I'm skipping the gym until Thursday."),
-            ("Nadia", "Could someone feed the cat on Friday? I'm away."),
-        )
-    )
+RACE = talk(
+    ("Nadia", "Well done on Sunday! How did the half marathon go?"),
+    ("Ben", "I finished in two hours and ten minutes, my best time yet."),
+    ("Nadia", "I'm repainting the hallway this weekend, a pale green."),
+    ("Ben", "My knees hurt, so I'm skipping the gym until Thursday."),
+    ("Nadia", "Could someone feed the cat on Friday? I'm away."),
 )
 
 
@@ -161,12 +156,12 @@ def test_what_a_line_asks_is_about_the_one_who_answers_not_the_asker(tmp_path: P
 
 def test_what_a_line_says_of_its_listener_is_about_them(tmp_path: Path) -> None:
     # Nadia's "your wrist" is the line nearest the question, but it is Ben's wrist.
-    wrist = (
-        Utterance("Ben", "I came off my bike on Saturday.", 1_760_000_000.0),
-        Utterance("Nadia", "Oh no! Your wrist must be really sore after that.", 1_760_000_060.0),
-        Utterance("Ben", "It is, the doctor says two weeks in a splint.", 1_760_000_120.0),
-        Utterance("Nadia", "I'm repainting the hallway this weekend, a pale green.", 1_760_000_180.0),
-        Utterance("Ben", "Could someone feed the cat on Friday? I'm away.", 1_760_000_240.0),
+    wrist = talk(
+        ("Ben", "I came off my bike on Saturday."),
+        ("Nadia", "Oh no! Your wrist must be really sore after that."),
+        ("Ben", "It is, the doctor says two weeks in a splint."),
+        ("Nadia", "I'm repainting the hallway this weekend, a pale green."),
+        ("Ben", "Could someone feed the cat on Friday? I'm away."),
     )
     a = ask_once(tmp_path / "nadia", ("Two weeks",), "How sore is Nadia's wrist?", wrist)
     assert a.found.about == "Nadia"
@@ -178,15 +173,11 @@ def test_what_a_line_says_of_its_listener_is_about_them(tmp_path: Path) -> None:
 def test_a_line_read_in_parts_is_weighed_against_parts(tmp_path: Path) -> None:
     # The nearest line is Nadia's, and it is near for the words of both its parts: her plan, and
     # what she asks Ben. Her part is weighed against the nearest part, not the whole line.
-    camping = (
-        Utterance(
-            "Nadia",
-            "The kids are off school soon, so we're camping in Kerry next month. Any plans yourself?",
-            1_760_000_000.0,
-        ),
-        Utterance("Ben", "Not really, probably just working.", 1_760_000_060.0),
-        Utterance("Ben", "I'm repainting the hallway this weekend, a pale green.", 1_760_000_120.0),
-        Utterance("Nadia", "Could someone feed the cat on Friday? I'm away.", 1_760_000_180.0),
+    camping = talk(
+        ("Nadia", "The kids are off school soon, so we're camping in Kerry next month. Any plans yourself?"),
+        ("Ben", "Not really, probably just working."),
+        ("Ben", "I'm repainting the hallway this weekend, a pale green."),
+        ("Nadia", "Could someone feed the cat on Friday? I'm away."),
     )
     a = ask_once(tmp_path, ("Camping in Kerry",), "What plans does Nadia have for next month?", camping)
     assert a.found.about == "Nadia"
@@ -195,11 +186,11 @@ def test_a_line_read_in_parts_is_weighed_against_parts(tmp_path: Path) -> None:
 
 def test_what_a_line_asks_counts_for_the_one_who_answers_it(tmp_path: Path) -> None:
     # Ben praises the photo and asks about the hike; Nadia's answer shares none of its words.
-    hike = (
-        Utterance("Ben", "Lovely photo! Where was that hike?", 1_760_000_000.0),
-        Utterance("Nadia", "Glendalough, with my cousins on Saturday.", 1_760_000_060.0),
-        Utterance("Ben", "I'm repainting the hallway this weekend, a pale green.", 1_760_000_120.0),
-        Utterance("Nadia", "Could someone feed the cat on Friday? I'm away.", 1_760_000_180.0),
+    hike = talk(
+        ("Ben", "Lovely photo! Where was that hike?"),
+        ("Nadia", "Glendalough, with my cousins on Saturday."),
+        ("Ben", "I'm repainting the hallway this weekend, a pale green."),
+        ("Nadia", "Could someone feed the cat on Friday? I'm away."),
     )
     a = ask_once(tmp_path, ("Glendalough",), "Where did Nadia go hiking?", hike)
     assert a.found.about == "Nadia"

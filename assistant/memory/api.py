@@ -806,8 +806,11 @@ class Memory:
         about, best, scores, weights = retrieval.about, scored.best, scored.lines, scored.weights
         if about is None or not retrieval.lines:
             return Nearness(best, None if about is None else 0.0)
-        answered_by = self._answered_by([r.evidence for r in retrieval.lines])
-        theirs = self._their_thing(retrieval)
+        # Each line read once: whether it names them, and its own and addressed sentences.
+        naming = {r.evidence.utterance_id for r in retrieval.lines if speaks_of(r.evidence.text, about)}
+        split = {r.evidence.utterance_id: own_and_addressed(r.evidence.text) for r in retrieval.lines}
+        answered_by = self._answered_by([uid for uid, (_, addressed) in split.items() if addressed])
+        theirs = self._their_thing(retrieval, about, naming)
         # A line that speaks of its speaker's own matters and to its listener ("Wow! What got you
         # into running?", "Oh no. Your wrist must be sore.") is read in parts where it comes within
         # the person test's share of the nearest: its own sentences are its speaker's, what it asks
@@ -819,10 +822,10 @@ class Memory:
         parts: list[tuple[str, bool]] = []  # (text, whether it is about the person)
         for r in retrieval.lines:
             ev, score = r.evidence, scores[r.evidence.utterance_id]
-            if speaks_of(ev.text, about) or bool(theirs and not theirs.isdisjoint(content_stems(ev.text))):
+            if ev.utterance_id in naming or bool(theirs and not theirs.isdisjoint(content_stems(ev.text))):
                 of_person, of_all = max(of_person, score), max(of_all, score)
                 continue
-            own, addressed = own_and_addressed(ev.text)
+            own, addressed = split[ev.utterance_id]
             answerer = answered_by.get(ev.utterance_id)
             if own and addressed and score >= reach:
                 parts += [(own, about == ev.speaker), (addressed, about == answerer)]
@@ -841,25 +844,24 @@ class Memory:
                 of_person = max(of_person, score)
         return Nearness(best, of_person, of_all)
 
-    def _their_thing(self, retrieval: Retrieval) -> set[str]:
+    def _their_thing(self, retrieval: Retrieval, about: str, naming: set[int]) -> set[str]:
         """The stems of what a question about one person gives them ("Lucy's housewarming") that a
         recalled line ties to them, speaking of them and of it ("Lucy pushed the housewarming to
         Friday"): then a line about it is about them too ("we're expecting 13 guests at the
         housewarming"), as a group talks of "the housewarming" without naming whose it is. Where no
-        line ties the thing to them, it may be someone else's: Alex's daughter is not Sam's."""
-        about = retrieval.about
-        if about is None:
-            return set()
+        line ties the thing to them, it may be someone else's: Alex's daughter is not Sam's.
+        `naming`: the recalled lines that speak of them."""
         keys = {stem(thing) for thing in possessed(retrieval.question, about)}
-        said = [content_stems(r.evidence.text) for r in retrieval.lines if speaks_of(r.evidence.text, about)]
+        if not keys:
+            return set()
+        said = [content_stems(r.evidence.text) for r in retrieval.lines if r.evidence.utterance_id in naming]
         return {key for key in keys if any(key in stems for stems in said)}
 
-    def _answered_by(self, lines: list[Evidence]) -> dict[int, str]:
+    def _answered_by(self, asked: list[int]) -> dict[int, str]:
         """Who answered each of these lines that asks or speaks to its listener (the next turn's
         speaker): a question put to someone ("Who is looking after your dog, Priya?") is about the
         one who answers it, whose reply ("My sister will take Biscuit") shares none of the
         question's words."""
-        asked = [e.utterance_id for e in lines if own_and_addressed(e.text)[1]]
         if not asked:
             return {}
         replies = self.store.turns_beside(asked, after=True)
