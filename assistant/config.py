@@ -129,8 +129,6 @@ class SupersedeOptions:
 class RetrievalOptions:
     lexical_k: int = _range(0, 10_000)
     dense_k: int = _range(0, 10_000)
-    turn_k: int = _range(0, 10_000)
-    turn_before: int = _range(1, 8)  # at most what the forget trigger clears (store/migrations.py)
     tree: bool
     fusion_k: float = _range(0.0, 10_000.0)
     max_lines: int = _range(1, 10_000)

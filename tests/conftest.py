@@ -158,10 +158,7 @@ def memory(tmp_path):
 
 def undo_held_lines(db: Any) -> None:
     """Take a database back to before migration 0007 (the held lines' table), as an older
-    assistant left it, triggers included (and before 0008, the turn vectors, which came later)."""
-    db.execute("DROP TRIGGER turn_vectors_next")
-    db.execute("DROP TABLE turn_vectors")
-    db.execute("DELETE FROM migrations WHERE name = '0008_turn_vectors'")
+    assistant left it, triggers included."""
     for (name,) in db.all("SELECT name FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'memory_lines%'"):
         db.execute(f"DROP TRIGGER {name}")
     for statement in line_triggers(held_lines=False):

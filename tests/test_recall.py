@@ -218,7 +218,7 @@ def test_utility_breaks_ties_but_does_not_rank(memory, tmp_path):
     tied = open_memory(
         tmp_path / "tied",
         stsb={"max_gap_seconds": 3600},
-        retrieval={"lexical_k": 1, "dense_k": 1, "turn_k": 0, "tree": False, "reply_lines": 0},
+        retrieval={"lexical_k": 1, "dense_k": 1, "tree": False, "reply_lines": 0},
     )
     try:
         _fill(tied)
@@ -327,7 +327,7 @@ def test_the_reply_to_the_best_match_is_offered(tmp_path):
     for replies in (0, 1):
         mem = open_memory(
             tmp_path / f"data-{replies}",
-            retrieval={"lexical_k": 2, "dense_k": 2, "turn_k": 0, "tree": False, "reply_lines": replies},
+            retrieval={"lexical_k": 2, "dense_k": 2, "tree": False, "reply_lines": replies},
             answer={"neighbours": 0},
         )
         mem.add_many([Utterance(s, t, T0 + 60 * i) for i, (s, t) in enumerate(SUMMER)])
@@ -357,7 +357,7 @@ def test_a_reply_that_asks_brings_the_turn_that_answers_it(tmp_path):
     that is a question is offered with the turn that answers it."""
     mem = open_memory(
         tmp_path / "data",
-        retrieval={"lexical_k": 1, "dense_k": 1, "turn_k": 0, "tree": False, "reply_lines": 1},
+        retrieval={"lexical_k": 1, "dense_k": 1, "tree": False, "reply_lines": 1},
         answer={"neighbours": 0},
     )
     try:

@@ -115,8 +115,6 @@ class Memory:
         self.engine = ProStream(
             self.store, opts, embedder=self._embedder, tokenizer=self.tokenizer, distiller=self._make_distiller
         )
-        # A memory filed before turn vectors existed gets them once (embedding each held line).
-        self.engine.refresh_turn_vectors()
         # Confirms a day's candidate commitments; the LLM loads only when a batch is not cached.
         self.commitment_judge: Judge = LLMJudge(self._llm_source, lambda: self.llm)
 
@@ -255,10 +253,6 @@ class Memory:
         opts = self.settings.memory
         with self.store.atomic():
             enforce_budget(self.store, opts.budget, opts.utility, self.store.clock)
-            # Imported lines may fall between lines already here and change the turns before
-            # them: every held line is read again (an import is rare; the held lines are bounded).
-            self.store.drop_turn_vectors()
-            self.engine.refresh_turn_vectors()
         self.engine.reload_buffer()
         return report
 
@@ -269,8 +263,6 @@ class Memory:
         """Forget what `f` matches (see memory/forget.py); the speech left in touched events is re-filed."""
         report = forget.apply(self.store, f, plan if plan is not None else forget.plan(self.store, f))
         self.engine.reload_buffer()
-        # The turn after a forgotten line lost its turn vector with it (it embedded those words).
-        self.engine.refresh_turn_vectors()
         return report
 
     def expire(self) -> int:
@@ -278,10 +270,7 @@ class Memory:
         days = self.settings.memory.retention_days
         if days is None:
             return 0
-        expired = forget.expire(self.store, days, _time.time())
-        if expired:
-            self.engine.refresh_turn_vectors()
-        return expired
+        return forget.expire(self.store, days, _time.time())
 
     # --- a day's digest ----------------------------------------------------------------------
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -153,36 +153,12 @@ class ProStream:
                     self.store.add_pending(list(cut.utterances), list(cut.context))
                     cuts += 1
             self.store.set_stsb(self.buffer.buffer, self.buffer.context)
-            new = [u.id for u in archived if u.id is not None]
-            # A line said before lines already filed (a late transcript) is now a turn before
-            # them: their turn vectors are read again (ordinarily there is no line after it).
-            self.file_turn_vectors([*new, *self.store.turns_after(new, self.options.retrieval.turn_before)])
         mounted, budgets = 0, []
         # A daemon distills on its own thread; inline, the pending queue is capped to bound memory.
         over = self.inline_distill and self.store.pending_count() > self.options.ingest.max_pending_blocks
         if distill or over:
             mounted, budgets = self.distill_pending()
         return StepReport(tuple(archived), len(pieces) - len(archived), cuts, mounted, tuple(budgets))
-
-    def file_turn_vectors(self, ids: Sequence[int]) -> None:
-        """Embed these lines each after the turn before it, for recall's turn arm (none while the
-        arm is off, `retrieval.turn_k`)."""
-        if self.options.retrieval.turn_k <= 0 or not ids:
-            return
-        texts = self.store.turn_texts(ids, self.options.retrieval.turn_before)
-        order = [uid for uid in dict.fromkeys(ids) if uid in texts]
-        if order:
-            self.store.set_turn_vectors(zip(order, self.embedder.encode([texts[uid] for uid in order]), strict=True))
-
-    def refresh_turn_vectors(self) -> int:
-        """File the turn vectors that held lines lack (a memory from before them; a forget or an
-        expiry took the turn before one); how many."""
-        if self.options.retrieval.turn_k <= 0:
-            return 0
-        missing = self.store.held_without_turn_vector()
-        for start in range(0, len(missing), 256):
-            self.file_turn_vectors(missing[start : start + 256])
-        return len(missing)
 
     def flush(self) -> int:
         """Cut the open buffer into a pending block (end of a stream, or a long pause)."""

@@ -1,17 +1,12 @@
 """Hybrid recall: the lines the memory holds that best answer a question.
 
 The memory holds a bounded set of lines: those its scene > event > unit tree rests on
-(provenance) and those its buffers hold. Four arms rank them, and their ranks are fused
+(provenance) and those its buffers hold. Three arms rank them, and their ranks are fused
 (reciprocal rank fusion, which needs no calibration between BM25 scores and cosines):
 
 * lexical: BM25 over the held lines (SQLite FTS5, porter-stemmed). Names, places and numbers a
   question repeats word for word are what it finds;
 * dense: cosine between the question and each held line (an in-process index of their vectors);
-* turn: the same, with each line embedded after the turns before it (`retrieval.turn_before`).
-  A reply names little of what it answers: after "the offsite" and "Where are we going?", the
-  line "Dún Laoghaire, the sailing club" answers "where is the offsite?" and says neither "where"
-  nor "offsite", in words or in meaning; read after the two turns before it, it says both
-  (`retrieval.turn_k`; what it adds is in config/default.yaml);
 * tree: the paper's top-down path (scenes, then events, then units; seed 000 §5.4), each line
   scored by the best node that rests on it. It reaches a line through any node it supports, so
   a fact filed under an event whose summary does not resemble the question is still found.
@@ -250,8 +245,6 @@ def recall(
         arms["lexical"] = store.lexical_lines(match, options.lexical_k, window)
     if options.dense_k > 0:
         arms["dense"] = store.dense_lines(vector, options.dense_k, window)
-    if options.turn_k > 0:
-        arms["turn"] = store.turn_lines(vector, options.turn_k, window)
     about = _about(reading, window, options)
     if about is not None:
         # The person a question is about: the lines they said or that speak of them get arms of

@@ -257,30 +257,6 @@ def _held_lines(db: Database) -> None:
     run_script(db, "\n".join(statements))
 
 
-def _turn_vectors(db: Database) -> None:
-    # Each line's embedding read after the turn before it: a reply names little of what it
-    # answers ("Nice. Where are we going?" / "Dún Laoghaire, the sailing club"), so recall's turn
-    # arm finds it by the exchange (memory/recall.py). Goes with its line (forget, expiry) by the
-    # cascade, and so do those of the next 8 lines (the most `retrieval.turn_before` reads),
-    # which may embed its words: a forgotten line leaves nothing of itself in another's vector
-    # (the memory files the held ones again, read after their new turns before). Lines filed
-    # before this table get theirs when the memory next opens.
-    run_script(
-        db,
-        """
-        CREATE TABLE turn_vectors (
-            utterance_id INTEGER PRIMARY KEY REFERENCES utterances(id) ON DELETE CASCADE,
-            embedding BLOB NOT NULL
-        );
-        CREATE TRIGGER turn_vectors_next AFTER DELETE ON utterances BEGIN
-            DELETE FROM turn_vectors WHERE utterance_id IN (
-                SELECT n.id FROM utterances n WHERE (n.time, n.id) > (old.time, old.id)
-                ORDER BY n.time, n.id LIMIT 8);
-        END;
-        """,
-    )
-
-
 MIGRATIONS: list[tuple[str, Callable[[Database], None]]] = [
     ("0001_initial_schema", _initial_schema),
     ("0002_speaker_voices", _speaker_voices),
@@ -289,7 +265,6 @@ MIGRATIONS: list[tuple[str, Callable[[Database], None]]] = [
     ("0005_supersessions", _supersessions),
     ("0006_enrolled_seconds", _enrolled_seconds),
     ("0007_held_lines", _held_lines),
-    ("0008_turn_vectors", _turn_vectors),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

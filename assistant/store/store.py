@@ -71,9 +71,6 @@ class Store:
         # recall. Lines the memory lets go stay in it until the next rebuild and are filtered
         # out as they are found; it is rebuilt when they outnumber the held ones.
         self.line_index = VectorIndex(dim)
-        # The same lines embedded after the turn before each (`turn_vectors`), kept as the line
-        # index is: the turn arm of recall searches it.
-        self.turn_index = VectorIndex(dim)
         # State mirrored in memory elsewhere (the sensing buffer) registers here to be reloaded
         # when an outermost transaction rolls back.
         self.on_rollback: list[Callable[[], None]] = [self.reload_index]
@@ -434,70 +431,6 @@ class Store:
                 out[uid] = from_blob(blob)
         return out
 
-    def turn_vectors(self, ids: list[int]) -> dict[int, np.ndarray]:
-        """The turn vectors of these lines (those that have one)."""
-        wanted = list(dict.fromkeys(ids))
-        indexed = [uid for uid in wanted if uid in self.turn_index]
-        out: dict[int, np.ndarray] = dict(zip(indexed, self.turn_index.get(indexed), strict=True))
-        for uid in wanted:
-            if uid not in out:
-                blob = self.db.scalar("SELECT embedding FROM turn_vectors WHERE utterance_id = ?", (uid,))
-                if blob is not None:
-                    out[uid] = from_blob(blob)
-        return out
-
-    def set_turn_vectors(self, vectors: Iterable[tuple[int, np.ndarray]]) -> None:
-        """File each line's turn vector; a held line's goes into the turn index too."""
-        rows = [(uid, np.asarray(v, dtype=np.float32)) for uid, v in vectors]
-        if not rows:
-            return
-        self.db.executemany(
-            "INSERT OR REPLACE INTO turn_vectors (utterance_id, embedding) VALUES (?, ?)",
-            [(uid, as_blob(v)) for uid, v in rows],
-        )
-        held = set(self.held_ids_among(uid for uid, _ in rows))
-        for uid, v in rows:
-            if uid in held:
-                self.turn_index.remove([uid])
-                self.turn_index.add(uid, v)
-
-    def turn_texts(self, ids: Iterable[int], turns: int) -> dict[int, str]:
-        """Each line's words after those of the `turns` turns before it (by time), what its turn
-        vector embeds; fewer where the archive holds fewer before it."""
-        ids = list(dict.fromkeys(ids))
-        chains = {uid: [uid] for uid in ids}
-        tips = list(ids)
-        for _ in range(turns):
-            before = self.turns_beside(tips, after=False)
-            for chain in chains.values():
-                if chain[0] in before:
-                    chain.insert(0, before[chain[0]])
-            tips = list(dict.fromkeys(before.values()))
-        said = {u.id: u.text for u in self.utterances({uid for chain in chains.values() for uid in chain})}
-        return {uid: " ".join(said[t] for t in chain if t in said) for uid, chain in chains.items() if uid in said}
-
-    def turns_after(self, ids: Iterable[int], turns: int) -> list[int]:
-        """The `turns` lines just after each of these (by time): those whose turn texts read them."""
-        found: list[int] = []
-        tips = list(dict.fromkeys(ids))
-        for _ in range(turns):
-            tips = list(dict.fromkeys(self.turns_beside(tips, after=True).values()))
-            found += tips
-        return list(dict.fromkeys(found))
-
-    def drop_turn_vectors(self) -> None:
-        """Every turn vector, to be filed again (`ProStream.refresh_turn_vectors`)."""
-        self.db.execute("DELETE FROM turn_vectors")
-        self.turn_index.rebuild(())
-
-    def held_without_turn_vector(self) -> list[int]:
-        """Held lines filed before turn vectors existed (or imported without one)."""
-        rows = self.db.all(
-            "SELECT h.utterance_id FROM held_lines h LEFT JOIN turn_vectors t USING (utterance_id) "
-            "WHERE t.utterance_id IS NULL ORDER BY h.utterance_id"
-        )
-        return [int(r[0]) for r in rows]
-
     def _archived_vector(self, uid: int) -> bytes | None:
         return self.db.scalar("SELECT embedding FROM utterance_vectors WHERE utterance_id = ?", (uid,))
 
@@ -519,27 +452,16 @@ class Store:
         self.line_index.rebuild(
             (uid, blob) for uid in self.held_ids() if (blob := self._archived_vector(uid)) is not None
         )
-        self.turn_index.rebuild(
-            (int(r[0]), r[1])
-            for r in self.db.all(
-                "SELECT t.utterance_id, t.embedding FROM turn_vectors t JOIN held_lines h USING (utterance_id)"
-            )
-        )
 
     def unindex_lines(self, ids: Iterable[int]) -> None:
-        """Drop deleted lines from the line indexes, which must never answer for a line that is gone."""
-        ids = list(ids)
+        """Drop deleted lines from the line index, which must never answer for a line that is gone."""
         self.line_index.remove(ids)
-        self.turn_index.remove(ids)
 
     def compact_line_index(self) -> bool:
         """Rebuild the line index once the lines let go outnumber those held (amortised: a rebuild
         costs O(held), and at least that many lines were let go since the last one)."""
         if len(self.line_index) <= 2 * self.held_count() + 1024:
             return False
-        # A line let go is never held again, so its turn vector would only grow the file: the
-        # archive keeps its words and its own vector.
-        self.db.execute("DELETE FROM turn_vectors WHERE utterance_id NOT IN (SELECT utterance_id FROM held_lines)")
         self.rebuild_line_index()
         return True
 
@@ -567,37 +489,24 @@ class Store:
         return total, found
 
     def dense_lines(self, vector: np.ndarray, k: int, window: RecallFilter | None = None) -> list[tuple[int, float]]:
-        """The k held lines nearest to `vector` by cosine, inside `window`."""
-        return self._nearest_held(self.line_index, self.utterance_vectors, vector, k, window)
+        """The k held lines nearest to `vector` by cosine, inside `window`.
 
-    def turn_lines(self, vector: np.ndarray, k: int, window: RecallFilter | None = None) -> list[tuple[int, float]]:
-        """The k held lines whose turn vectors (each read after the turn before it) are nearest
-        to `vector` by cosine, inside `window`."""
-        return self._nearest_held(self.turn_index, self.turn_vectors, vector, k, window)
-
-    def _nearest_held(
-        self,
-        index: VectorIndex,
-        read: Callable[[list[int]], dict[int, np.ndarray]],
-        vector: np.ndarray,
-        k: int,
-        window: RecallFilter | None,
-    ) -> list[tuple[int, float]]:
-        # The index is searched for more than k, since lines let go (and, with a filter, lines
-        # outside it) are dropped from what it returns; a narrow window whose lines are few is
-        # scored exactly instead, so a filter never hides its own best line.
+        The index is searched for more than k, since lines let go (and, with a filter, lines
+        outside it) are dropped from what it returns; a narrow window whose lines are few is
+        scored exactly instead, so a filter never hides its own best line.
+        """
         if window is not None and not window.empty:
             inside = self._held_in_window(window, limit=4 * k + 256)
             if inside is not None:
-                vectors = read(inside)
+                vectors = self.utterance_vectors(inside)
                 scored = [(uid, float(vectors[uid] @ vector)) for uid in inside if uid in vectors]
                 return sorted(scored, key=lambda t: -t[1])[:k]
         found: list[tuple[int, float]] = []
         want = 4 * k
         while True:
-            hits = index.search(vector, want)
+            hits = self.line_index.search(vector, want)
             found = self._keep_held(hits, window)
-            if len(found) >= k or len(hits) < want or want >= len(index):
+            if len(found) >= k or len(hits) < want or want >= len(self.line_index):
                 return found[:k]
             want *= 4
 
