@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta, tzinfo
 
 from ..sentences import sentence_spans
+from .words import words
 
 _MONTHS = (
     "January",
@@ -485,7 +486,7 @@ def find_planned_days(text: str, said_at: float, zone: tzinfo) -> list[TimeExpre
         if not _FUTURE.search(text, start, end):
             continue
         for m in _LONE_WEEKDAY.finditer(text, start, end):
-            before = re.findall(r"[\w']+", text[start : m.start()].lower())
+            before = words(text[start : m.start()])
             if before and before[-1] in _NOT_ONE_DAY:  # "every Friday", "every other Friday"
                 continue
             d = first_weekday_after(said, _WEEKDAY_NUMBER[m.group("wd").lower()])
