@@ -103,6 +103,19 @@ def test_probes_prefer_recent_facts_and_say_whether_a_context_is_current_or_stal
     assert not drifted.found_in(f"x{drifted.answer}y")
 
 
+def test_the_stream_says_which_fact_each_line_states():
+    """What a supersession link is checked against: the line that last stated a fact is recorded
+    as stating it, with its value in its words, and a line that asks states none."""
+    stream = SyntheticStream(5)
+    lines = list(stream.take(1500))
+    for fact in stream.facts():
+        assert stream.fact_stated_by(fact.stated_at) == (fact.topic, fact.slot)
+        assert fact.found_in(lines[fact.stated_at].text)
+    stating = [i for i in range(len(lines)) if stream.fact_stated_by(i) is not None]
+    assert 0.1 * len(lines) < len(stating) < 0.6 * len(lines)
+    assert all(stream.fact_stated_by(i) is None for i, u in enumerate(lines) if u.text.endswith("?"))
+
+
 # --- a small run ------------------------------------------------------------------------------
 
 
@@ -223,3 +236,24 @@ def test_the_probes_read_the_bounded_memory_alone(tmp_path):
     settings = load_settings(user_file=tmp_path / "no-user-config.yaml", overrides=over)
     assert settings.memory.answer.archive_fallback
     assert not _settings_for(settings, "extractive", tmp_path / "run").memory.answer.archive_fallback
+
+
+def test_a_probe_the_answer_declines_unasked_is_counted_as_declined_not_cut(tmp_path):
+    """A probe whose latest line recall found, but whose answer was declined without asking the
+    model (no context at all), was lost at the decline: counting it as cut would send a reader to
+    the context's token limit for a loss the abstention made."""
+    # A relevance threshold of 1.0 declines every probe but one a line answers in all its content
+    # words, so most probes lose their context while recall runs as before.
+    asked = run_scale(settings(tmp_path / "asked", budget={"token_budget": 1024}), [120], queries=6, seed=3)
+    declined = run_scale(
+        settings(tmp_path / "declined", budget={"token_budget": 1024}, answer={"min_relevance": 1.0}),
+        [120], queries=6, seed=3,
+    )  # fmt: skip
+    (a,), (d,) = asked.points, declined.points
+    where_asked, where_declined = dict(a.latest_line), dict(d.latest_line)
+    assert "declined" not in where_asked and where_asked.get("context", 0) > 0
+    # The same memory, the same probes: what the asked run held in its context, the declining run
+    # lost at the decline (or, for an exact match, still held).
+    assert where_declined.get("declined", 0) > 0
+    assert where_declined.get("declined", 0) + where_declined.get("context", 0) >= where_asked.get("context", 0)
+    assert where_declined.get("cut", 0) <= where_asked.get("cut", 0)

@@ -152,14 +152,17 @@ def _warm_up(memory: Memory) -> None:
 
 
 # Where the line that last stated a probe's value was when the probe was asked: in the context
-# (a hit), recalled but cut from it, held but not recalled, or let go from the memory (the archive
-# keeps it, but prostream's recall does not read the archive).
-WHERE_LATEST = ("context", "cut", "not_recalled", "pruned")
+# (a hit), recalled but cut from it, recalled but the answer declined unasked (no context at all:
+# `answer.min_relevance`, `answer.min_person_share`), held but not recalled, or let go from the
+# memory (the archive keeps it, but prostream's recall does not read the archive). Each names the
+# first stage that lost it: a line recall never reached was lost there, whatever the answer did next.
+WHERE_LATEST = ("context", "cut", "declined", "not_recalled", "pruned")
 
 
-def _where_latest(memory: Memory, probe: Probe, recalled: list[int], context: str) -> str:
-    """Which stage lost the probe's latest line (`WHERE_LATEST`), "context" when its value was kept."""
-    if probe.found_in(context):
+def _where_latest(memory: Memory, probe: Probe, recalled: list[int], context: str | None) -> str:
+    """Which stage lost the probe's latest line (`WHERE_LATEST`), "context" when its value was kept;
+    `context` None when the answer declined without one."""
+    if context is not None and probe.found_in(context):
         return "context"
     # The stream stamps an utterance with its time rounded to a tenth of a second, the fact unrounded.
     said = memory.store.utterance_ids_between(probe.time - 0.1, probe.time + 0.1, None)
@@ -167,7 +170,9 @@ def _where_latest(memory: Memory, probe: Probe, recalled: list[int], context: st
     held = memory.store.held_ids_among(latest)
     if not held:
         return "pruned"
-    return "cut" if any(uid in recalled for uid in held) else "not_recalled"
+    if not any(uid in recalled for uid in held):
+        return "not_recalled"
+    return "cut" if context is not None else "declined"
 
 
 @dataclass(frozen=True)
@@ -189,11 +194,11 @@ def check_probe(memory: Memory, probe: Probe, prepared: PreparedQuestion) -> Pro
     # The hit check reads the context the LLM would be handed (cut to its token limit), not
     # everything recall returned: a fact cut away is a fact the answer cannot use.
     prompt = prepared.prompt
-    text = "\n".join(m["content"] for m in prompt.messages) if prompt is not None else ""
+    text = "\n".join(m["content"] for m in prompt.messages) if prompt is not None else None
     recalled = [r.evidence.utterance_id for r in prepared.retrieval.lines]
     return ProbeCheck(
-        held=probe.found_in(text),
-        stale=probe.stale_in(text),
+        held=text is not None and probe.found_in(text),
+        stale=text is not None and probe.stale_in(text),
         where=_where_latest(memory, probe, recalled, text),
         context_tokens=prompt.context_tokens if prompt is not None else 0,
     )

@@ -853,6 +853,8 @@ class SyntheticStream:
         self._active_target = max(len(self.circles), active_topics)
         self._time = start
         self._count = 0
+        # Utterance index -> the fact (label, slot) it states: what a supersession link is checked against.
+        self._stated: dict[int, tuple[str, str]] = {}
         self._topics: list[_Topic] = []
         # (label, slot) -> the topic that last stated it: a label reused by a later topic (a
         # second Lisbon trip) continues the same fact, so "the latest value" stays well defined.
@@ -884,6 +886,11 @@ class SyntheticStream:
     def topic_sessions(self) -> dict[str, int]:
         """For each topic label, in how many sessions it came up: how much topics recur."""
         return dict(self._topic_sessions)
+
+    def fact_stated_by(self, index: int) -> tuple[str, str] | None:
+        """The fact (topic label, slot) the utterance at 0-based `index` states; None for a line
+        that states none (a question, chatter, an acknowledgement)."""
+        return self._stated.get(index)
 
     def facts(self) -> list[Probe]:
         """Every fact stated so far, with its latest value (one probe question each)."""
@@ -1008,6 +1015,7 @@ class SyntheticStream:
             new = _Fact(fact.value, fact.when, list(fact.history), self._count, self._time)
         topic.facts[spec.name] = new
         self._facts[key] = (topic, spec)
+        self._stated[self._count] = key
         wd = new.when.strftime("%A") if new.when else ""
         return rng.choice(templates).format(**fill, v=new.value, wd=wd).replace("  ", " ")
 

@@ -1,0 +1,68 @@
+"""The supersession links a memory kept by `bench scale` holds, checked against the stream's truth.
+
+Each argument is DIR:UTTERANCES[:SEED], a memory kept by `assistant bench scale --sizes
+UTTERANCES --seed SEED --work-dir DIR` (seed 0 when left out). The stream is made again up to
+where the memory stopped, and each stored link (old line, new line) is counted as one fact at two
+moments (the stream says both lines state the same topic's same slot), two facts (both state
+facts, not the same one), or a line that states no fact of the stream's (chatter that carries a
+number, "We found 12 bugs in the beta"), with a few of the two-fact links printed. Run from the
+repository root: `.venv/bin/python scripts/supersessions-on-kept.py d100k:100000`.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from pathlib import Path
+
+from assistant.bench.scale import reopen_kept
+from assistant.bench.synthetic import synthetic_utterances
+
+SHOWN = 6
+
+
+def main(args: list[str]) -> None:
+    for arg in args:
+        where, n, *seed = arg.split(":")
+        memory, stream = reopen_kept(Path(where), int(n), seed=int(seed[0]) if seed else 0)
+        with memory:
+            store = memory.store
+            links = store.db.all("SELECT old_id, new_id FROM supersessions")
+            ids = sorted({int(i) for link in links for i in link})
+            texts = {u.id: u.text for u in store.utterances(ids)}
+        # The memory numbers lines in the order the stream said them, from 1: checked, not assumed.
+        said = [u.text for u in synthetic_utterances(int(n), seed=int(seed[0]) if seed else 0)]
+        wrong = [uid for uid, text in texts.items() if not 0 < uid <= len(said) or said[uid - 1] != text]
+        if wrong:
+            raise SystemExit(f"{arg}: line {wrong[0]} is not the stream's utterance {wrong[0] - 1}")
+        tally: Counter[str] = Counter()
+        kinds: Counter[str] = Counter()
+        shown = 0
+        for old, new in links:
+            a, b = stream.fact_stated_by(int(old) - 1), stream.fact_stated_by(int(new) - 1)
+            if a is None or b is None:
+                tally["a line that states no fact"] += 1
+            elif a == b:
+                tally["one fact"] += 1
+            else:
+                tally["two facts"] += 1
+                kinds[
+                    "same slot, another topic"
+                    if a[1] == b[1]
+                    else "same topic, another slot"
+                    if a[0] == b[0]
+                    else "both"
+                ] += 1
+                if shown < SHOWN:
+                    print(f"  {a}: {texts[int(old)]!r}\n  {b}: {texts[int(new)]!r}")
+                    shown += 1
+        facts = tally["one fact"] + tally["two facts"]
+        print(f"{arg}: {len(links):,} links; " + ", ".join(f"{k} {v:,}" for k, v in tally.items()))
+        if facts:
+            print(
+                f"  between two lines that state facts, one fact: {tally['one fact'] / facts:.2f}; two: {dict(kinds)}"
+            )
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
