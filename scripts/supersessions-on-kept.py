@@ -27,8 +27,8 @@ def main(args: list[str]) -> None:
         memory, stream = reopen_kept(Path(where), int(n), seed=int(seed[0]) if seed else 0)
         with memory:
             store = memory.store
-            links = store.db.all("SELECT old_id, new_id FROM supersessions")
-            ids = sorted({int(i) for link in links for i in link})
+            links = store.supersession_links()
+            ids = sorted({i for link in links for i in link})
             texts = {u.id: u.text for u in store.utterances(ids)}
         # The memory numbers lines in the order the stream said them, from 1: checked, not assumed.
         said = [u.text for u in synthetic_utterances(int(n), seed=int(seed[0]) if seed else 0)]
@@ -39,7 +39,7 @@ def main(args: list[str]) -> None:
         kinds: Counter[str] = Counter()
         shown = 0
         for old, new in links:
-            a, b = stream.fact_stated_by(int(old) - 1), stream.fact_stated_by(int(new) - 1)
+            a, b = stream.fact_stated_by(old - 1), stream.fact_stated_by(new - 1)
             if a is None or b is None:
                 tally["a line that states no fact"] += 1
             elif a == b:
@@ -54,7 +54,7 @@ def main(args: list[str]) -> None:
                     else "both"
                 ] += 1
                 if shown < SHOWN:
-                    print(f"  {a}: {texts[int(old)]!r}\n  {b}: {texts[int(new)]!r}")
+                    print(f"  {a}: {texts[old]!r}\n  {b}: {texts[new]!r}")
                     shown += 1
         facts = tally["one fact"] + tally["two facts"]
         print(f"{arg}: {len(links):,} links; " + ", ".join(f"{k} {v:,}" for k, v in tally.items()))

@@ -28,11 +28,9 @@ DAY = 86400.0
 
 
 def _links(mem) -> set[tuple[str, str]]:
-    rows = mem.store.db.all(
-        "SELECT o.text, n.text FROM supersessions s JOIN utterances o ON o.id = s.old_id "
-        "JOIN utterances n ON n.id = s.new_id"
-    )
-    return {(r[0], r[1]) for r in rows}
+    links = mem.store.supersession_links()
+    texts = {u.id: u.text for u in mem.store.utterances({i for link in links for i in link})}
+    return {(texts[old], texts[new]) for old, new in links}
 
 
 def _said(mem, lines: list[tuple[str, str, float]]) -> None:

@@ -853,7 +853,9 @@ class SyntheticStream:
         self._active_target = max(len(self.circles), active_topics)
         self._time = start
         self._count = 0
-        # Utterance index -> the fact (label, slot) it states: what a supersession link is checked against.
+        # Utterance index -> the fact (label, slot) it states: what a supersession link is checked
+        # against. About 2.5 MB at 100,000 utterances (42,454 lines state a fact at seed 0), inside
+        # the RSS `bench scale` reports beside the memory's 820 MB.
         self._stated: dict[int, tuple[str, str]] = {}
         self._topics: list[_Topic] = []
         # (label, slot) -> the topic that last stated it: a label reused by a later topic (a

@@ -678,6 +678,10 @@ class Store:
             [(old, new) for old, new in pairs if old != new],
         )
 
+    def supersession_links(self) -> list[tuple[int, int]]:
+        """Every stored (old, new) link, held or not: what a benchmark checks against its truth."""
+        return [(int(r[0]), int(r[1])) for r in self.db.all("SELECT old_id, new_id FROM supersessions")]
+
     def held_successors(self, utterance_ids: Iterable[int]) -> dict[int, list[int]]:
         """For each of these lines that a held line supersedes, those held successors (oldest first)."""
         ids = list(dict.fromkeys(utterance_ids))
