@@ -14,9 +14,8 @@ d100k:100000`.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
-from assistant.bench.scale import check_probe, reopen_kept
+from assistant.bench.scale import check_probe, kept_argument, reopen_kept
 from assistant.config import load_settings
 
 PROBES = 50
@@ -27,8 +26,8 @@ def main(args: list[str]) -> None:
     config = next((a.removeprefix("--config=") for a in args if a.startswith("--config=")), None)
     settings = load_settings(config) if config else None
     for arg in (a for a in args if not a.startswith("--")):
-        where, n, *seed = arg.split(":")
-        memory, stream = reopen_kept(Path(where), int(n), seed=int(seed[0]) if seed else 0, settings=settings)
+        where, n, seed = kept_argument(arg)
+        memory, stream = reopen_kept(where, n, seed=seed, settings=settings)
         outcomes: dict[str, int] = {}
         held = stale = 0
         with memory:

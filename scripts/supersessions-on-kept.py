@@ -13,25 +13,29 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
-from pathlib import Path
 
-from assistant.bench.scale import reopen_kept
-from assistant.bench.synthetic import synthetic_utterances
+from assistant.bench.scale import kept_argument, reopen_kept
 
 SHOWN = 6
 
 
+def _how_they_differ(a: tuple[str, str], b: tuple[str, str]) -> str:
+    if a[1] == b[1]:
+        return "same slot, another topic"
+    return "same topic, another slot" if a[0] == b[0] else "both"
+
+
 def main(args: list[str]) -> None:
     for arg in args:
-        where, n, *seed = arg.split(":")
-        memory, stream = reopen_kept(Path(where), int(n), seed=int(seed[0]) if seed else 0)
+        where, n, seed = kept_argument(arg)
+        # Opened at the stream's start, so that the one pass over the stream below both records
+        # which fact each line states and checks the memory's lines against it.
+        memory, stream = reopen_kept(where, 0, seed=seed)
+        said = [u.text for u in stream.take(n)]
         with memory:
-            store = memory.store
-            links = store.supersession_links()
-            ids = sorted({i for link in links for i in link})
-            texts = {u.id: u.text for u in store.utterances(ids)}
+            links = memory.store.supersession_links()
+            texts = {u.id: u.text for u in memory.store.utterances({i for link in links for i in link})}
         # The memory numbers lines in the order the stream said them, from 1: checked, not assumed.
-        said = [u.text for u in synthetic_utterances(int(n), seed=int(seed[0]) if seed else 0)]
         wrong = [uid for uid, text in texts.items() if not 0 < uid <= len(said) or said[uid - 1] != text]
         if wrong:
             raise SystemExit(f"{arg}: line {wrong[0]} is not the stream's utterance {wrong[0] - 1}")
@@ -46,22 +50,15 @@ def main(args: list[str]) -> None:
                 tally["one fact"] += 1
             else:
                 tally["two facts"] += 1
-                kinds[
-                    "same slot, another topic"
-                    if a[1] == b[1]
-                    else "same topic, another slot"
-                    if a[0] == b[0]
-                    else "both"
-                ] += 1
+                kinds[_how_they_differ(a, b)] += 1
                 if shown < SHOWN:
                     print(f"  {a}: {texts[old]!r}\n  {b}: {texts[new]!r}")
                     shown += 1
         facts = tally["one fact"] + tally["two facts"]
         print(f"{arg}: {len(links):,} links; " + ", ".join(f"{k} {v:,}" for k, v in tally.items()))
         if facts:
-            print(
-                f"  between two lines that state facts, one fact: {tally['one fact'] / facts:.2f}; two: {dict(kinds)}"
-            )
+            share = tally["one fact"] / facts
+            print(f"  between two lines that state facts, one fact: {share:.2f}; two: {dict(kinds)}")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from assistant.bench.scale import WHERE_LATEST, _settings_for, reopen_kept, run_scale
+from assistant.bench.scale import WHERE_LATEST, _settings_for, kept_argument, reopen_kept, run_scale
 from assistant.bench.scale_report import scale_json, scale_markdown
 from assistant.bench.scale_result import ScalePoint, ScaleResult
 from assistant.bench.synthetic import SyntheticStream, synthetic_utterances
@@ -257,3 +257,8 @@ def test_a_probe_the_answer_declines_unasked_is_counted_as_declined_not_cut(tmp_
     assert where_declined.get("declined", 0) > 0
     assert where_declined.get("declined", 0) + where_declined.get("context", 0) >= where_asked.get("context", 0)
     assert where_declined.get("cut", 0) <= where_asked.get("cut", 0)
+
+
+def test_a_kept_memory_is_named_by_directory_size_and_seed():
+    assert kept_argument("runs/d100k:100000") == (Path("runs/d100k"), 100000, 0)
+    assert kept_argument("d3:10000:3") == (Path("d3"), 10000, 3)

@@ -79,6 +79,13 @@ def _settings_for(settings: Settings, distill_mode: str, data_dir: Path) -> Sett
     return dataclasses.replace(settings, paths=paths, memory=memory)
 
 
+def kept_argument(arg: str) -> tuple[Path, int, int]:
+    """DIR:UTTERANCES[:SEED], as the scripts that read a kept memory name one: its directory, how
+    many utterances it was streamed to, and the stream's seed (0 when left out)."""
+    where, n, *seed = arg.split(":")
+    return Path(where), int(n), int(seed[0]) if seed else 0
+
+
 def reopen_kept(
     data_dir: Path,
     utterances: int,
