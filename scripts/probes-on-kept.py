@@ -7,7 +7,7 @@ memories, without streaming them again (recall changes nothing a probe measures,
 leave no use behind). Prints, per memory, the latest value held, only a stale one, and where each
 miss was lost, and how many probes' latest line a held later line supersedes that states another
 fact (by the stream's own record of what each line states: a wrong link, which hands the latest
-line's place in recall to that line); `--misses` prints every miss with its latest value, the
+line's place to that line wherever recall finds it); `--misses` prints every miss with its latest value, the
 values before it and what supersedes its latest line, and `--config=FILE` reads them with that
 config over the defaults. Run
 from the repository root: `.venv/bin/python scripts/probes-on-kept.py d10k:10000 d10k-1:10000:1
@@ -28,14 +28,13 @@ PROBES = 50
 
 def _successors(store: Store, stream: SyntheticStream, index: int) -> str:
     """What supersedes the line the stream said at `index` (the memory's line `index + 1`): the
-    held later lines linked to it, by whether each states the same fact."""
+    held later lines linked to it: another fact's where any of them states another fact."""
     line = index + 1
     found = store.held_successors([line]).get(line, [])
-    fact = stream.fact_stated_by(index)
-    same = sum(stream.fact_stated_by(new - 1) == fact for new in found)
     if not found:
         return "none"
-    return "another fact's" if same < len(found) else "the same fact's"
+    fact = stream.fact_stated_by(index)
+    return "the same fact's" if all(stream.fact_stated_by(new - 1) == fact for new in found) else "another fact's"
 
 
 def main(args: list[str]) -> None:
