@@ -7,11 +7,10 @@ memories, without streaming them again (recall changes nothing a probe measures,
 leave no use behind). Prints, per memory, the latest value held, only a stale one, and where each
 miss was lost, and how many probes' latest line a held later line supersedes that states another
 fact (by the stream's own record of what each line states: a wrong link, which hands the latest
-line's place to that line wherever recall finds it); `--misses` prints every miss with its latest value, the
-values before it and what supersedes its latest line, and `--config=FILE` reads them with that
-config over the defaults. Run
-from the repository root: `.venv/bin/python scripts/probes-on-kept.py d10k:10000 d10k-1:10000:1
-d100k:100000`.
+line's place to that line wherever recall finds it); `--misses` prints every miss with its
+latest value, the values before it and what supersedes its latest line, and `--config=FILE`
+reads them with that config over the defaults. Run from the repository root:
+`.venv/bin/python scripts/probes-on-kept.py d10k:10000 d10k-1:10000:1 d100k:100000`.
 """
 
 from __future__ import annotations
