@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import sys
 
-from assistant.bench.scale import check_probe, kept_argument, reopen_kept
+from assistant.bench.scale import check_kept_lines, check_probe, kept_argument, reopen_kept
 from assistant.bench.synthetic import SyntheticStream
 from assistant.config import load_settings
+from assistant.errors import InputError
 from assistant.store.store import Store
 
 PROBES = 50
@@ -52,11 +53,7 @@ def main(args: list[str]) -> None:
         with memory:
             probes = stream.probes(PROBES, recent=1000)
             for probe in probes:
-                # The memory numbers lines in the stream's order from 1: checked, not assumed.
-                kept = memory.store.utterances([probe.stated_at + 1])
-                if not kept or kept[0].text != said[probe.stated_at]:
-                    line = probe.stated_at + 1
-                    raise SystemExit(f"{arg}: line {line} is not the stream's utterance {probe.stated_at}")
+                check_kept_lines(memory, said, [probe.stated_at + 1], arg)
                 prepared = memory.prepare(probe.question, use=False, now=memory.store.clock)
                 check = check_probe(memory, probe, prepared)
                 held += check.held
@@ -78,4 +75,7 @@ def main(args: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    try:
+        main(sys.argv[1:])
+    except InputError as e:
+        raise SystemExit(str(e)) from None

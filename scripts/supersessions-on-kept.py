@@ -14,7 +14,8 @@ from __future__ import annotations
 import sys
 from collections import Counter
 
-from assistant.bench.scale import kept_argument, reopen_kept
+from assistant.bench.scale import check_kept_lines, kept_argument, reopen_kept
+from assistant.errors import InputError
 
 SHOWN = 6
 
@@ -34,11 +35,7 @@ def main(args: list[str]) -> None:
         said = [u.text for u in stream.take(n)]
         with memory:
             links = memory.store.supersession_links()
-            texts = {u.id: u.text for u in memory.store.utterances({i for link in links for i in link})}
-        # The memory numbers lines in the order the stream said them, from 1: checked, not assumed.
-        wrong = [uid for uid, text in texts.items() if not 0 < uid <= len(said) or said[uid - 1] != text]
-        if wrong:
-            raise SystemExit(f"{arg}: line {wrong[0]} is not the stream's utterance {wrong[0] - 1}")
+            texts = check_kept_lines(memory, said, (i for link in links for i in link), arg)
         tally: Counter[str] = Counter()
         kinds: Counter[str] = Counter()
         shown = 0
@@ -62,4 +59,7 @@ def main(args: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    try:
+        main(sys.argv[1:])
+    except InputError as e:
+        raise SystemExit(str(e)) from None

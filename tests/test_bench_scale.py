@@ -12,7 +12,14 @@ from typing import Any
 
 import pytest
 
-from assistant.bench.scale import WHERE_LATEST, _settings_for, kept_argument, reopen_kept, run_scale
+from assistant.bench.scale import (
+    WHERE_LATEST,
+    _settings_for,
+    check_kept_lines,
+    kept_argument,
+    reopen_kept,
+    run_scale,
+)
 from assistant.bench.scale_report import scale_json, scale_markdown
 from assistant.bench.scale_result import ScalePoint, ScaleResult
 from assistant.bench.synthetic import SyntheticStream, synthetic_utterances
@@ -189,6 +196,18 @@ def test_a_small_run_measures_every_size_within_budget(tmp_path):
     with memory:
         assert memory.stats().utterances == 150 and memory.store.total_tokens() == large.memory_tokens
         assert next(iter(stream.take(1))) == list(SyntheticStream(1, speakers=36).take(151))[-1]
+
+    # Its lines are the stream's by number, which the scripts that read a kept memory check first:
+    # read against another seed's stream, or a stream cut shorter, they are not.
+    memory, _ = reopen_kept(data, 150, seed=1, settings=settings(tmp_path, budget={"token_budget": 1024}))
+    said = [u.text for u in SyntheticStream(1, speakers=36).take(150)]
+    other = [u.text for u in SyntheticStream(2, speakers=36).take(150)]
+    with memory:
+        assert check_kept_lines(memory, said, [150, 1, 1], "kept") == {1: said[0], 150: said[149]}
+        with pytest.raises(InputError, match="kept: line 1 is not the stream's utterance 0"):
+            check_kept_lines(memory, other, [1], "kept")
+        with pytest.raises(InputError, match="line 150 is not"):
+            check_kept_lines(memory, said[:149], [1, 150], "kept")
 
 
 def test_embedding_ahead_builds_the_memory_that_inline_embedding_builds(tmp_path):

@@ -33,7 +33,7 @@ import sys
 import tempfile
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -103,6 +103,21 @@ def reopen_kept(
         pass
     memory = Memory(_settings_for(settings or load_settings(None), distill_mode, data_dir))
     return memory, stream
+
+
+def check_kept_lines(memory: Memory, said: Sequence[str], line_ids: Iterable[int], kept: str) -> dict[int, str]:
+    """The memory's lines `line_ids` by number, checked to be the stream's utterances `said`.
+
+    The memory numbers lines in the order the stream said them, from 1 (line i is `said[i - 1]`),
+    and a script that reads the stream's record of a line by its number trusts that only once it
+    is checked: a memory streamed from another seed, or cut shorter, fails here, naming `kept` and
+    the line."""
+    ids = sorted(set(line_ids))
+    texts = {u.id: u.text for u in memory.store.utterances(ids)}
+    for line in ids:
+        if not 0 < line <= len(said) or texts.get(line) != said[line - 1]:
+            raise InputError(f"{kept}: line {line} is not the stream's utterance {line - 1}")
+    return texts
 
 
 def _rss_mb() -> float | None:
