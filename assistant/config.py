@@ -140,6 +140,7 @@ class RetrievalOptions:
     min_similarity: float = _range(-1.0, 1.0)
     max_events: int = _range(1, 1000)
     reply_lines: int = _range(0, 1000)
+    person_turns: int = _range(0, 1000)
 
 
 @dataclass(frozen=True)

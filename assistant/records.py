@@ -350,6 +350,9 @@ class Retrieval:
     replies: tuple[Evidence, ...] = ()
     # The one speaker the question is about, whose own lines recall ranked first (not a filter).
     about: str | None = None
+    # The held lines about them by what they say or the talk around them, not by who said them:
+    # those that speak of them and the turns after that go on about them (memory/recall.py).
+    of_them: frozenset[int] = frozenset()
     # Whether `lines` come from the archive, not the bounded memory: the memory held nothing as
     # relevant (`answer.archive_fallback`, `answer.archive_margin`).
     from_archive: bool = False

@@ -448,3 +448,37 @@ def test_the_turn_after_a_line_about_the_person_is_about_them_too(tmp_path):
         assert found.lines[0].evidence == mill_lane.evidence
     finally:
         mem.close()
+
+
+def test_the_talk_goes_on_about_the_person_until_it_names_someone_else(tmp_path):
+    """Two turns after "Any news on Sofia's move?", "the new one is above the bakery" is still
+    about her, and is recalled and read as hers; the turns after the talk names Ravi are his, and
+    a line after a long silence is no one's."""
+    mem = open_memory(tmp_path / "data", stsb={"max_gap_seconds": 3600}, retrieval={"person_turns": 4})
+    try:
+        hers = "Also, the first flat fell through, the new one is above the bakery on Mill Lane."
+        his = "The new one is on Quay Street, right by the station."
+        later = "The new one has a lovely view over the harbour."
+        mem.add_many(
+            [
+                Utterance("Sofia", "I've got a new job at the library.", T0 - DAY),
+                Utterance("Ravi", "My bike got a flat tyre on the way in.", T0 - DAY + 60),
+                Utterance("Ana", "Any news on Sofia's move?", T0),
+                Utterance("Ben", "The van is booked for Saturday morning.", T0 + 60),
+                Utterance("Carla", hers, T0 + 120),
+                Utterance("Dan", "Speaking of moving, Ravi's landlord is selling up.", T0 + 180),
+                Utterance("Ana", his, T0 + 240),
+                Utterance("Ben", later, T0 + 240 + 2 * 3600),
+            ]
+        )
+        found = mem.search("Where is Sofia's new flat?", now=T0 + 2 * DAY)
+        ids = {r.evidence.text: r.evidence.utterance_id for r in found.lines}
+        assert found.about == "Sofia" and ids[hers] in found.of_them
+        assert ids[his] not in found.of_them and ids[later] not in found.of_them
+        by_text = {r.evidence.text: r for r in found.lines}
+        assert {"lexical_own", "dense_own"} <= set(by_text[hers].found_by)
+        assert found.lines[0].evidence.text == hers
+        # The answer's person test reads it as hers: the nearest line about her is the nearest of all.
+        assert mem.prepare("Where is Sofia's new flat?", use=False, now=T0 + 2 * DAY).nearness.person_share == 1.0
+    finally:
+        mem.close()

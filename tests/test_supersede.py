@@ -214,6 +214,41 @@ def test_unrelated_facts_are_not_linked(tmp_path):
         mem.close()
 
 
+def test_an_update_that_names_no_one_supersedes_only_lines_about_whom_the_talk_was_about(tmp_path):
+    """Test 4. "We lost the first flat, the new one is ..." names no one: just after Esther's new
+    address it is Esther's, just after Lena's it is Lena's, and neither supersedes the other,
+    however alike the two read, while Esther's next update supersedes hers. Without the talk's
+    person (`person_turns` 0), Lena's supersedes Esther's and is superseded by Esther's next."""
+
+    def links(turns: int) -> set[tuple[str, str]]:
+        mem = open_memory(tmp_path / str(turns), retrieval={"person_turns": turns})
+        try:
+            _said(
+                mem,
+                [
+                    ("Esther", "Morning, all.", 1000.0),
+                    ("Ana", "Esther's new place is at 96 Chestnut Lane.", 1060.0),
+                    ("Bo", "Also, we lost the first flat, the new one is 177 Orchard Street.", 1120.0),
+                    ("Lena", "Hi, everyone.", 3 * DAY),
+                    ("Ana", "Lena's new place is at 99 Orchard Avenue.", 3 * DAY + 60),
+                    ("Bo", "I still need to cancel the internet at the old place.", 3 * DAY + 120),
+                    ("Lena", "We lost the first flat, the new one is 123 Bridge Avenue.", 3 * DAY + 180),
+                    ("Bo", "Any news on Esther's move?", 6 * DAY),
+                    ("Ana", "We lost the second flat too, the new one is 12 Mill Road.", 6 * DAY + 60),
+                ],
+            )
+            return _links(mem)
+        finally:
+            mem.close()
+
+    esthers = "Also, we lost the first flat, the new one is 177 Orchard Street."
+    lenas = "We lost the first flat, the new one is 123 Bridge Avenue."
+    esthers_next = "We lost the second flat too, the new one is 12 Mill Road."
+    wrong = {(esthers, lenas), (lenas, esthers_next)}
+    assert wrong <= links(0)
+    assert links(8) == {(esthers, esthers_next)}
+
+
 def test_a_word_written_with_digits_is_one_value():
     """A code or a password changes as a whole: masking only its digits would leave the rest of
     the word ("maple", "birch") to tell two statements of one fact apart."""

@@ -610,7 +610,16 @@ class Memory:
         reading = read_question(q, self.store.speaker_names(), now, self.settings.zone)
         window = self._with_inferred(given, reading)
         vector = self._embedder.encode_one(reading.topic)
-        found = recall(self.store, reading, vector, window, opts.retrieval, opts.utility, self.store.clock)
+        found = recall(
+            self.store,
+            reading,
+            vector,
+            window,
+            opts.retrieval,
+            opts.utility,
+            self.store.clock,
+            conversation_gap=opts.stsb.max_gap_seconds,
+        )
         if use and found.lines:
             self._mark_used([r.evidence for r in found.lines[: opts.retrieval.max_events]])
         short_term = tuple(u for u in self.engine.buffer.visible if window.admits(u.speaker, u.time))
@@ -630,6 +639,7 @@ class Memory:
             reading.named,
             found.replies,
             found.about,
+            of_them=found.of_them,
         )
         scored = self._relevance(retrieval, vector)
         if opts.answer.archive_fallback:
@@ -807,7 +817,11 @@ class Memory:
         if about is None or not retrieval.lines:
             return Nearness(best, None if about is None else 0.0)
         # Each line read once: whether it names them, and its own and addressed sentences.
-        naming = {r.evidence.utterance_id for r in retrieval.lines if speaks_of(r.evidence.text, about)}
+        naming = {
+            r.evidence.utterance_id
+            for r in retrieval.lines
+            if r.evidence.utterance_id in retrieval.of_them or speaks_of(r.evidence.text, about)
+        }
         split = {r.evidence.utterance_id: own_and_addressed(r.evidence.text) for r in retrieval.lines}
         answered_by = self._answered_by([uid for uid, (_, addressed) in split.items() if addressed])
         theirs = self._their_thing(retrieval, about, naming)

@@ -105,6 +105,8 @@ class ProStream:
             options.supersede,
             lambda texts: self.embedder.encode(texts),
             lambda: getattr(self.distiller.extractor, "nlp", None),
+            person_turns=options.retrieval.person_turns,
+            conversation_gap=options.stsb.max_gap_seconds,
         )
         # False when another thread distills (the daemon): ingest and the listener then only file.
         self.inline_distill = True

@@ -16,7 +16,9 @@ opens the sentence ("Hey", "Thanks"). Accents are compared as the lexical index 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 
+from ..records import Utterance
 from ..sentences import sentences
 from .words import without_accents
 
@@ -35,6 +37,36 @@ def speaks_of(text: str, name: str) -> bool:
         if not addressed:
             return True
     return False
+
+
+def spoken_of(text: str, people: Iterable[str]) -> frozenset[str]:
+    """Which of `people` (the speakers the memory knows) `text` speaks of, not only to."""
+    plain = without_accents(text).casefold()
+    return frozenset(p for p in people if without_accents(p).casefold() in plain and speaks_of(text, p))
+
+
+def talked_of(
+    line: Utterance, before: Sequence[Utterance], people: Iterable[str], turns: int, conversation_gap: float | None
+) -> frozenset[str]:
+    """Who a line is about: the known people it speaks of, or where it names none, those the talk
+    just before it spoke of. A conversation goes on about someone without naming them again
+    ("Honestly, Esther's new place is at 96 Chestnut Lane." "Also, we lost the first flat, the new
+    one is 177 Orchard Street."): the nearest of the `turns` turns `before` it (nearest first)
+    that speaks of anyone says whom, within one conversation (no silence longer than
+    `conversation_gap` seconds; none or 0: any). None where no such turn names anyone."""
+    people = list(people)
+    own = spoken_of(line.text, people)
+    if own:
+        return own
+    later = line.time
+    for u in before[:turns]:
+        if conversation_gap and later - u.time > conversation_gap:
+            break
+        named = spoken_of(u.text, people)
+        if named:
+            return named
+        later = u.time
+    return frozenset()
 
 
 # A sentence is said to the listener, not of the speaker, where it speaks in the second person and

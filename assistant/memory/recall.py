@@ -48,7 +48,7 @@ from ..config import RetrievalOptions, UtilityOptions
 from ..records import Evidence, RecalledLine, RecallFilter, RetrievedPath, Utterance
 from ..store.store import Store
 from .budget import utility
-from .mentions import speaks_of
+from .mentions import speaks_of, talked_of
 from .question import QuestionReading, fts_query
 from .retrieve import retrieve
 from .supersede import is_statement
@@ -67,6 +67,8 @@ class Recall:
     replies: tuple[Evidence, ...] = ()
     # The speaker whose own lines had arms of their own (`_about`).
     about: str | None = None
+    # The held lines that speak of them, and the turns that go on about them (`_speaking_of`).
+    of_them: frozenset[int] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -206,17 +208,29 @@ def _about(reading: QuestionReading, window: RecallFilter, options: RetrievalOpt
     return reading.speaker
 
 
-def _speaking_of(store: Store, name: str, window: RecallFilter, limit: int) -> set[int]:
-    """The held lines inside `window` that speak of `name`, not only to them (among the `limit`
-    that name them best by BM25), and the turn just after each of those.
-
-    The turn after a line about someone goes on about them without naming them: a reply, or the
-    next word on the same news ("Honestly, Esther's new place is at 96 Chestnut Lane." "Also,
-    we lost the first flat, the new one is 177 Orchard Street.")."""
+def _speaking_of(
+    store: Store, name: str, window: RecallFilter, limit: int, turns: int, conversation_gap: float | None
+) -> set[int]:
+    """The held lines inside `window` about `name` by what they say or the talk around them: those
+    that speak of them, not only to them (among the `limit` that name them best by BM25), and the
+    turns after those that go on about them without naming anyone (`mentions.talked_of`: up to
+    `turns` turns, in one conversation)."""
     query = fts_query((name,))
     named = [uid for uid, _ in store.lexical_lines(query, limit, window)] if query is not None else []
     speaking = {u.id for u in store.utterances(named) if u.id is not None and speaks_of(u.text, name)}
-    return speaking | set(store.held_ids_among(store.turns_beside(sorted(speaking), after=True).values(), window))
+    if turns <= 0 or not speaking:
+        return speaking
+    after = {u.id: u for us in store.turns_near(sorted(speaking), turns, after=True).values() for u in us}
+    held = [uid for uid in store.held_ids_among(sorted(after), window) if uid not in speaking]
+    before = store.turns_near(held, turns, after=False)
+    people = store.speaker_names()
+    key = name.casefold()
+    going_on = {
+        uid
+        for uid in held
+        if key in {p.casefold() for p in talked_of(after[uid], before.get(uid, []), people, turns, conversation_gap)}
+    }
+    return speaking | going_on
 
 
 def _best_of(a: list[tuple[int, float]], b: list[tuple[int, float]], k: int) -> list[tuple[int, float]]:
@@ -237,6 +251,7 @@ def recall(
     now: float,
     *,
     encode: Callable[[list[str]], np.ndarray] | None = None,
+    conversation_gap: float | None = None,
 ) -> Recall:
     """Rank the held lines inside `window` for a question read as `reading`, `vector` its topic's embedding."""
     arms: dict[str, list[tuple[int, float]]] = {}
@@ -246,12 +261,20 @@ def recall(
     if options.dense_k > 0:
         arms["dense"] = store.dense_lines(vector, options.dense_k, window)
     about = _about(reading, window, options)
+    of_them: set[int] = set()
     if about is not None:
         # The person a question is about: the lines they said or that speak of them get arms of
         # their own, so what they said or was said of them ranks first, while any other line that
         # states the fact still competes.
         own = RecallFilter(window.since, window.until, about)
-        of_them = _speaking_of(store, about, window, 4 * max(options.lexical_k, options.dense_k) + 256)
+        of_them = _speaking_of(
+            store,
+            about,
+            window,
+            4 * max(options.lexical_k, options.dense_k) + 256,
+            options.person_turns,
+            conversation_gap,
+        )
         if match is not None and options.lexical_k > 0:
             said = store.lexical_lines(match, options.lexical_k, own)
             told = [(uid, score) for uid, score in arms.get("lexical", []) if uid in of_them]
@@ -298,4 +321,12 @@ def recall(
     if replies:
         superseded = store.held_successors(r.utterance_id for r in replies)
         replies = tuple(r for r in replies if r.utterance_id not in superseded)
-    return Recall(tuple(lines), tuple(paths), max(cosines, default=0.0), bool(arms.get("lexical")), replies, about)
+    return Recall(
+        tuple(lines),
+        tuple(paths),
+        max(cosines, default=0.0),
+        bool(arms.get("lexical")),
+        replies,
+        about,
+        frozenset(of_them),
+    )

@@ -23,7 +23,11 @@ Two lines are taken as one fact at two moments when:
    or an aside around the fact is not what the two lines are compared on). Masking is what tells
    "the budget went up to 2,400" (same slot, new value) from "the tour costs 20 euros" (a
    different slot that merely shares the topic's words): the value is no longer what the
-   sentences differ in.
+   sentences differ in;
+4. the two lines are not about different people the memory knows, by what they say or, where a
+   line names no one, by the talk just before it: "we lost the first flat, the new one is 177
+   Orchard Street" just after "Esther's new place is at 96 Chestnut Lane" is Esther's, and no
+   update to what was said of Lena's flat (`mentions.talked_of`).
 
 Candidates are the held lines nearest the new line (the memory's own line index, so the cost of
 a check does not grow with the archive), said before it. The links are stored (`supersessions`);
@@ -45,6 +49,7 @@ from ..config import SupersedeOptions
 from ..records import Utterance
 from ..sentences import sentence_spans
 from ..store.store import Store
+from .mentions import spoken_of, talked_of
 from .words import content_words, words
 
 # Kinds of value. Digits and calendar words are one kind ("when or how much"): a date is a day
@@ -297,8 +302,14 @@ class Supersession:
         options: SupersedeOptions,
         encode: Callable[[list[str]], np.ndarray],
         nlp: Callable[[], Any | None] | None = None,
+        *,
+        person_turns: int = 0,
+        conversation_gap: float | None = None,
     ) -> None:
         self.options = options
+        # How far the talk carries whom a line is about (`mentions.talked_of`, test 4).
+        self.person_turns = person_turns
+        self.conversation_gap = conversation_gap
         self._encode = encode
         self.tagger = ValueTagger(nlp)
         # Masked lines embedded so far: a held line is a candidate for many later lines, and with
@@ -329,6 +340,7 @@ class Supersession:
                 pair = value_pair(old, u, old_values, values)
                 if pair is not None:
                     pairs.append(pair)
+        pairs = self._of_the_same_people(store, pairs)
         if not pairs:
             return []
         embedded = self._embed_masked([t for p in pairs for t in (p.old_masked, p.new_masked)])
@@ -337,6 +349,31 @@ class Supersession:
             for p in pairs
             if float(embedded[p.old_masked] @ embedded[p.new_masked]) >= opts.masked_similarity
         ]
+
+    def _of_the_same_people(self, store: Store, pairs: list[Pair]) -> list[Pair]:
+        """Test 4: the pairs whose lines are not about different people. Whom a line is about is
+        who it names, or where it names no one, whom the talk just before it spoke of
+        (`mentions.talked_of`): "We lost the first flat, the new one is 177 Orchard Street" said
+        just after "Esther's new place is at 96 Chestnut Lane" is Esther's address, and supersedes
+        no line about Lena's flat. Where both lines name people themselves, a change of person is
+        what tests 1 and 2 judged ("Yuki runs the sync now")."""
+        if self.person_turns <= 0 or not pairs:
+            return pairs
+        people = store.speaker_names()
+        ids = {i for p in pairs for i in (p.old_id, p.new_id)}
+        lines = {u.id: u for u in store.utterances(ids)}
+        before = store.turns_near(ids, self.person_turns, after=False)
+        own = {uid: spoken_of(u.text, people) for uid, u in lines.items()}
+        about = {
+            uid: talked_of(u, before.get(uid, []), people, self.person_turns, self.conversation_gap)
+            for uid, u in lines.items()
+        }
+
+        def apart(p: Pair) -> bool:
+            a, b = about.get(p.old_id, frozenset()), about.get(p.new_id, frozenset())
+            return bool(a and b) and a.isdisjoint(b) and not (own.get(p.old_id) and own.get(p.new_id))
+
+        return [p for p in pairs if not apart(p)]
 
     def possible_updates(
         self, store: Store, shown: Sequence[Utterance], rest: Sequence[Utterance]

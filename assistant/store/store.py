@@ -554,6 +554,25 @@ class Store:
         )
         return {int(r[0]): int(r[1]) for r in rows if r[1] is not None}
 
+    def turns_near(self, utterance_ids: Iterable[int], count: int, *, after: bool) -> dict[int, list[Utterance]]:
+        """For each of these, the `count` archived utterances just after (or just before) it, by
+        time, nearest first; none for one that is gone."""
+        op, order = (">", "ASC") if after else ("<", "DESC")
+        rows = self.db.all(
+            "SELECT u.id AS near_id, n.id, s.name AS speaker, n.text, n.time FROM json_each(?) j "
+            "JOIN utterances u ON u.id = j.value "
+            f"JOIN utterances n ON n.id IN (SELECT m.id FROM utterances m WHERE (m.time, m.id) {op} (u.time, u.id) "
+            f"ORDER BY m.time {order}, m.id {order} LIMIT ?) "
+            "JOIN speakers s ON s.id = n.speaker_id",
+            (json.dumps(list(dict.fromkeys(utterance_ids))), count),
+        )
+        found: dict[int, list[Utterance]] = {}
+        for r in rows:
+            found.setdefault(int(r["near_id"]), []).append(_utterance(r))
+        for turns in found.values():
+            turns.sort(key=lambda u: (u.time, u.id or 0), reverse=not after)
+        return found
+
     def held_ids_among(self, utterance_ids: Iterable[int], window: RecallFilter | None = None) -> list[int]:
         return [uid for uid, _ in self._keep_held([(uid, 0.0) for uid in dict.fromkeys(utterance_ids)], window)]
 
