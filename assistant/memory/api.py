@@ -864,7 +864,7 @@ class Memory:
         Friday"): then a line about it is about them too ("we're expecting 13 guests at the
         housewarming"), as a group talks of "the housewarming" without naming whose it is. Where no
         line ties the thing to them, it may be someone else's: Alex's daughter is not Sam's.
-        `naming`: the recalled lines that speak of them."""
+        `naming`: the recalled lines that speak of them, or go on about them (`Retrieval.of_them`)."""
         keys = {stem(thing) for thing in possessed(retrieval.question, about)}
         if not keys:
             return set()

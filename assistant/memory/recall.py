@@ -19,7 +19,8 @@ did Sam say about the flat?") does not limit the recall to them: the lines about
 more arms (lexical and dense, over those lines alone), so they rank first, and any other line
 that states the fact still competes. A line is about them when they said it or when it speaks
 of them ("Sam's flat is sold"), not when it only addresses them ("Thanks, Sam!",
-memory/mentions.py). With the speaker's own lines alone, 2 of the 10 facts missed at 100,000
+memory/mentions.py), and when it names no one and the talk just before it was about them
+(`mentions.talked_of`). With the speaker's own lines alone, 2 of the 10 facts missed at 100,000
 utterances of `bench scale` were lines like "Sofia picked pine boards for the basement", said by
 someone else and outranked by Sofia's own lines that do not answer it (the damp in the basement).
 

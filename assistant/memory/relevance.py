@@ -15,9 +15,10 @@ One threshold (`memory.answer.min_relevance`) then decides: a question none of w
 lines reaches it is answered "not mentioned" without asking the model, which would only guess.
 
 A question about one person ("what did Sam realise after the race?") is answered by the lines
-about them: those they said, and those that speak of them; what a line asks its listener or says
-of them ("Wow! How did the race go?", "Your wrist must be sore") is about the one who answers it,
-not the one speaking, so such a line is read in parts. When the nearest of those is well
+about them: those they said, those that speak of them, and those that name no one just after
+talk about them (`Retrieval.of_them`); what a line asks its listener or says of them ("Wow! How
+did the race go?", "Your wrist must be sore") is about the one who answers it, not the one
+speaking, so such a line is read in parts. When the nearest of those is well
 short of the nearest line of all (`memory.answer.min_person_share`), what it asks was said by or
 of someone else, and the memory declines it too: on the LoCoMo development split, 193 of the 201
 answerable questions that name one of the two speakers have evidence said by or of that person,
