@@ -816,7 +816,8 @@ class Memory:
         about, best, scores, weights = retrieval.about, scored.best, scored.lines, scored.weights
         if about is None or not retrieval.lines:
             return Nearness(best, None if about is None else 0.0)
-        # Each line read once: whether it names them, and its own and addressed sentences.
+        # Each line read once: whether it is about them by what it says or the talk before it
+        # (recall's `of_them`), and its own and addressed sentences.
         naming = {
             r.evidence.utterance_id
             for r in retrieval.lines

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 
 from ..records import Utterance
 from ..sentences import sentences
@@ -39,10 +40,16 @@ def speaks_of(text: str, name: str) -> bool:
     return False
 
 
+@lru_cache(maxsize=8192)
+def _folded(text: str) -> str:
+    # Cached: recall reads the same turns and the same few dozen names for every question.
+    return without_accents(text).casefold()
+
+
 def spoken_of(text: str, people: Iterable[str]) -> frozenset[str]:
     """Which of `people` (the speakers the memory knows) `text` speaks of, not only to."""
-    plain = without_accents(text).casefold()
-    return frozenset(p for p in people if without_accents(p).casefold() in plain and speaks_of(text, p))
+    plain = _folded(text)
+    return frozenset(p for p in people if _folded(p) in plain and speaks_of(text, p))
 
 
 def talked_of(

@@ -264,9 +264,9 @@ def recall(
     about = _about(reading, window, options)
     of_them: set[int] = set()
     if about is not None:
-        # The person a question is about: the lines they said or that speak of them get arms of
-        # their own, so what they said or was said of them ranks first, while any other line that
-        # states the fact still competes.
+        # The person a question is about: the lines they said, or that speak of them or go on
+        # about them, get arms of their own, so what they said or was said of them ranks first,
+        # while any other line that states the fact still competes.
         own = RecallFilter(window.since, window.until, about)
         of_them = _speaking_of(
             store,
