@@ -60,7 +60,7 @@ def talked_of(
     ("Honestly, Esther's new place is at 96 Chestnut Lane." "Also, we lost the first flat, the new
     one is 177 Orchard Street."): the nearest of the `turns` turns `before` it (nearest first)
     that speaks of anyone says whom, within one conversation (no silence longer than
-    `conversation_gap` seconds; none or 0: any). None where no such turn names anyone."""
+    `conversation_gap` seconds; none or 0: any). No one where no such turn names anyone."""
     people = list(people)
     own = spoken_of(line.text, people)
     if own:
