@@ -540,19 +540,14 @@ class Store:
 
     def adjacent(self, utterance_id: int, *, after: bool) -> Utterance | None:
         """The archived utterance just after (or just before) this one, by time."""
-        found = self.utterances(self.turns_beside([utterance_id], after=after).values())
+        found = self.turns_near([utterance_id], 1, after=after).get(utterance_id)
         return found[0] if found else None
 
     def turns_beside(self, utterance_ids: Iterable[int], *, after: bool) -> dict[int, int]:
-        """For each of these, the archived utterance just after (or just before) it, by time, in
-        one statement; none for one that has no such turn or is gone."""
-        op, order = (">", "ASC") if after else ("<", "DESC")
-        rows = self.db.all(
-            f"SELECT u.id, (SELECT n.id FROM utterances n WHERE (n.time, n.id) {op} (u.time, u.id) "
-            f"ORDER BY n.time {order}, n.id {order} LIMIT 1) FROM json_each(?) j JOIN utterances u ON u.id = j.value",
-            (json.dumps(list(dict.fromkeys(utterance_ids))),),
-        )
-        return {int(r[0]): int(r[1]) for r in rows if r[1] is not None}
+        """For each of these, the id of the archived utterance just after (or just before) it, by
+        time; none for one that has no such turn or is gone."""
+        near = self.turns_near(utterance_ids, 1, after=after)
+        return {uid: turns[0].id for uid, turns in near.items() if turns[0].id is not None}
 
     def turns_near(self, utterance_ids: Iterable[int], count: int, *, after: bool) -> dict[int, list[Utterance]]:
         """For each of these, the `count` archived utterances just after (or just before) it, by
