@@ -31,8 +31,8 @@ _ADDRESS_AFTER = frozenset(",.!?")
 
 def speaks_of(text: str, name: str) -> bool:
     """Whether `text` names `name` other than to address them."""
-    plain = without_accents(text)
-    for found in re.finditer(r"(?<!\w)" + re.escape(without_accents(name)) + r"(?!\w)", plain, re.IGNORECASE):
+    plain = _plain(text)
+    for found in re.finditer(r"(?<!\w)" + re.escape(_plain(name)) + r"(?!\w)", plain, re.IGNORECASE):
         after = plain[found.end() : found.end() + 1]
         addressed = (after == "" or after in _ADDRESS_AFTER) and _ADDRESS_BEFORE.search(plain[: found.start()])
         if not addressed:
@@ -40,14 +40,25 @@ def speaks_of(text: str, name: str) -> bool:
     return False
 
 
+# Cached: recall reads the same turns against the same few dozen names for every question, and
+# `talked_of` reads each turn of a talk again for every turn after it.
+@lru_cache(maxsize=8192)
+def _plain(text: str) -> str:
+    return without_accents(text)
+
+
 @lru_cache(maxsize=8192)
 def _folded(text: str) -> str:
-    # Cached: recall reads the same turns and the same few dozen names for every question.
-    return without_accents(text).casefold()
+    return _plain(text).casefold()
 
 
 def spoken_of(text: str, people: Iterable[str]) -> frozenset[str]:
     """Which of `people` (the speakers the memory knows) `text` speaks of, not only to."""
+    return _spoken_of(text, tuple(people))
+
+
+@lru_cache(maxsize=8192)
+def _spoken_of(text: str, people: tuple[str, ...]) -> frozenset[str]:
     plain = _folded(text)
     return frozenset(p for p in people if _folded(p) in plain and speaks_of(text, p))
 
