@@ -434,6 +434,67 @@ def test_a_later_value_the_floor_would_cut_is_shown_with_the_line_it_may_update(
         mem.close()
 
 
+# Flats found for several people of a group, and one of them changed in a line that names no one:
+# only the talk before it ("Any news on Priya's move?") says whose it is.
+_GROUP = ["Priya", "Tom", "Mei", "Omar", "Lucia", "Kwame"]
+_FLATS = [
+    *[(name, "Morning, everyone.", -600.0 + 10 * i) for i, name in enumerate(_GROUP)],
+    ("Ana", "Priya's new flat is at 12 Elm Road.", 0.0),
+    ("Bo", "Tom's new flat is at 4 Oak Street.", 60.0),
+    ("Ana", "Mei's new flat is at 9 Ash Grove.", 120.0),
+    ("Bo", "Omar's new flat is at 27 Pine Close.", 180.0),
+    ("Ana", "Lucia's new flat is at 15 Cedar Way.", 240.0),
+    ("Bo", "Priya's new flat has a lovely garden.", 300.0),
+    ("Ana", "Priya's new flat is close to the station.", 360.0),
+    ("Bo", "Priya's new flat needs a fresh coat of paint.", 420.0),
+    ("Bo", "Any news on Priya's move?", 3 * DAY),
+    ("Ana", "The first one fell through, the new one is 31 Elm Road.", 3 * DAY + 30),
+    ("Bo", "Kwame's new flat is at 8 Willow Court.", 3 * DAY + 60),
+]
+_OLD, _NEW = "Priya's new flat is at 12 Elm Road.", "The first one fell through, the new one is 31 Elm Road."
+
+
+def test_a_later_value_for_the_person_asked_about_is_shown_beside_the_line_it_may_update(tmp_path):
+    """A change said in a line that names no one, in talk about the person a question asks about
+    (recall's `of_them`), may rank too low for recall to keep it at all, and in a full context
+    what is offered last is cut. A line about them that may update a line the answer is shown
+    is offered right after that line."""
+    mem = open_memory(tmp_path, retrieval={"max_lines": 4}, answer={"context_tokens": 90})
+    try:
+        _said(mem, [(s, text, 1_700_000_000.0 + t) for s, text, t in _FLATS])
+        prepared = mem.prepare("Where is Priya's new flat?", use=False)
+        ranked = [r.evidence.text for r in prepared.retrieval.lines]
+        assert _OLD in ranked and _NEW not in ranked
+        assert prepared.prompt is not None
+        assert "12 Elm Road" in prepared.prompt.notes and "31 Elm Road" in prepared.prompt.notes
+    finally:
+        mem.close()
+
+
+@pytest.mark.parametrize(
+    ("asked_after", "offered"), [("Any news on Priya's move?", True), ("Any news on Tom's move?", False)]
+)
+def test_a_possible_update_about_someone_else_is_not_offered(tmp_path, asked_after, offered):
+    """Test 4 holds for the lines an answer is offered as it does for links: a line that names no
+    one is about whom the talk before it was, and no update of a line about someone else."""
+    mem = open_memory(tmp_path)
+    try:
+        _said(
+            mem,
+            [
+                *[(name, "Morning, everyone.", 1000.0 + i) for i, name in enumerate(("Priya", "Tom"))],
+                ("Ana", _OLD, 2000.0),
+                ("Bo", asked_after, 2000.0 + DAY),
+                ("Ana", _NEW, 2030.0 + DAY),
+            ],
+        )
+        lines = {u.text: u for u in mem.store.utterances(mem.store.held_ids())}
+        found = mem.engine.supersession.possible_updates(mem.store, [lines[_OLD]], [lines[_NEW]])
+        assert found == ({lines[_OLD].id: [lines[_NEW]]} if offered else {})
+    finally:
+        mem.close()
+
+
 def test_possible_updates_are_later_statements_with_a_new_value_near_the_line(tmp_path):
     mem = open_memory(tmp_path)
     try:

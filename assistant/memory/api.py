@@ -694,7 +694,8 @@ class Memory:
 
     def _candidates(self, retrieval: Retrieval) -> list[Candidate]:
         """The recalled lines in order of relevance, each with its event's summary where that adds words,
-        the question just before each of the strongest lines, and last the replies to the best matches.
+        the question just before each of the strongest lines, after each a later line that may update
+        it, and last the replies to the best matches.
 
         With `answer.min_score_share`, a line scoring below that share of the best line's is not
         offered at all: the 0.5B answerer finds the evidence among a few strong matches more often
@@ -705,15 +706,19 @@ class Memory:
         floor = opts.min_score_share * retrieval.lines[0].score if retrieval.lines else 0.0
         lines = [r.evidence for r in retrieval.lines if r.score >= floor]
         # An update that does not repeat the question's words ranks under the floor while the line
-        # it updates passes, and the answer would give the old value: a line that may state a new
-        # value for a line that passed is offered too, last (figures in default.yaml,
-        # `supersede.enabled`).
+        # it updates passes, and the answer would give the old value. For a question about one
+        # person, an update that names no one (said in talk about them, recall's `of_them`) may
+        # rank under every arm's cut and not be recalled at all. A line of either that may state a
+        # new value for a line that passed is offered right after that line: it is as much the
+        # answer as the line it may update, and offered last, a full context cut it (figures in
+        # default.yaml, `supersede.enabled`).
+        ranked = {r.evidence.utterance_id for r in retrieval.lines}
         updates = self.engine.supersession.possible_updates(
             self.store,
             [e.utterance() for e in lines],
-            [r.evidence.utterance() for r in retrieval.lines if r.score < floor],
+            [r.evidence.utterance() for r in retrieval.lines if r.score < floor]
+            + self.store.utterances(sorted(retrieval.of_them - ranked)),
         )
-        later = [Evidence.of(u) for e in lines for u in updates.get(e.utterance_id, [])]
         summaries: dict[int, str] = {}
         if opts.summaries and lines:
             node_ids = self.store.node_ids_of(e.utterance_id for e in lines)
@@ -728,27 +733,22 @@ class Memory:
         window = retrieval.filter
         out: list[Candidate] = []
         for rank, e in enumerate(lines):
-            if rank < opts.neighbours:
-                before = self.store.adjacent(e.utterance_id, after=False)
-                if (
-                    before is not None
-                    and before.id is not None
-                    and before.speaker != e.speaker
-                    and not is_statement(before.text)
-                    and self.tokenizer.count(before.text) <= opts.trim_above
-                    and window.admits(before.speaker, before.time)
-                    and self.store.held_ids_among([before.id])
-                ):
-                    out.append(Candidate(e, summaries.get(e.utterance_id)))
-                    out.append(Candidate(Evidence.of(before)))
-                    continue
             out.append(Candidate(e, summaries.get(e.utterance_id)))
-        # The replies come after the lines the arms ranked, the possible updates last: the cap
-        # cuts them in the reverse order, so an update only takes room nothing else wanted.
+            before = self.store.adjacent(e.utterance_id, after=False) if rank < opts.neighbours else None
+            if (
+                before is not None
+                and before.id is not None
+                and before.speaker != e.speaker
+                and not is_statement(before.text)
+                and self.tokenizer.count(before.text) <= opts.trim_above
+                and window.admits(before.speaker, before.time)
+                and self.store.held_ids_among([before.id])
+            ):
+                out.append(Candidate(Evidence.of(before)))
+            out += [Candidate(Evidence.of(u)) for u in updates.get(e.utterance_id, [])]
+        # The replies come after the lines the arms ranked: the cap cuts them first.
         shown = {c.evidence.utterance_id for c in out}
         out += [Candidate(e) for e in retrieval.replies if e.utterance_id not in shown]
-        shown |= {e.utterance_id for e in retrieval.replies}
-        out += [Candidate(e) for e in later if e.utterance_id not in shown]
         return out
 
     def prepare(

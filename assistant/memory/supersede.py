@@ -380,8 +380,8 @@ class Supersession:
     ) -> dict[int, list[Utterance]]:
         """The lines of `rest` that may state a new value for what a line of `shown` said, by the
         id of the first shown line each may update: a filed line's candidate (embedding cosine at
-        least `min_similarity`) that passes tests 1 and 2 (a later statement naming a new value of
-        one kind, of the same subject), without the masked comparison.
+        least `min_similarity`) that passes tests 1, 2 and 4 (a later statement naming a new value
+        of one kind, of the same subject, not about someone else), without the masked comparison.
 
         Recall asks this of the lines it ranked for one question, and a pair only adds a line to
         what the answer reads; a link made when a line is filed makes the old line history and is
@@ -408,9 +408,17 @@ class Supersession:
         }
         tagging = list({u.text: None for new in said if near[new.id] for u in (new, *near[new.id])})
         values = dict(zip(tagging, self.tagger.values(tagging), strict=True))
-        for new in said:
-            for before in near[new.id]:
-                if value_pair(before, new, values[before.text], values[new.text]):
-                    found.setdefault(before.id or 0, []).append(new)
-                    break
+        pairs = [
+            pair
+            for new in said
+            for before in near[new.id]
+            if (pair := value_pair(before, new, values[before.text], values[new.text])) is not None
+        ]
+        # Test 4 as links read it: an update about someone else is no update of the line.
+        lines = {u.id: u for u in (*old, *said)}
+        offered: set[int] = set()
+        for pair in self._of_the_same_people(store, pairs):
+            if pair.new_id not in offered:
+                offered.add(pair.new_id)
+                found.setdefault(pair.old_id, []).append(lines[pair.new_id])
         return found
