@@ -225,7 +225,7 @@ def _speaking_of(
     # The turns between a line that names them and a turn after it are that turn's talk before
     # it, and the naming line ends `talked_of`'s walk back at the latest (it speaks of `name`):
     # so one read of the turns after each naming line gives every later turn its talk, where a
-    # read of each later turn's own turns before cost a millisecond a question at 100,000 lines.
+    # read of each later turn's own turns before cost a millisecond a question at 100,000 utterances.
     people = store.speaker_names()
     key = name.casefold()
     going_on: set[int] = set()
