@@ -415,7 +415,7 @@ class Supersession:
             if (pair := value_pair(before, new, values[before.text], values[new.text])) is not None
         ]
         # Test 4 as links read it: an update about someone else is no update of the line.
-        lines = {u.id: u for u in (*old, *said)}
+        lines = {u.id: u for u in said}
         offered: set[int] = set()
         for pair in self._of_the_same_people(store, pairs):
             if pair.new_id not in offered:
