@@ -38,13 +38,15 @@ def _rank(store: Store, level: Level, nodes: list[Node], query: np.ndarray) -> l
 def retrieve(
     store: Store, query: np.ndarray, options: RetrievalOptions, util: UtilityOptions, now: float
 ) -> list[RetrievedPath]:
-    scenes = {n.id: n for n in store.nodes(Level.SCENE)}
-    if not scenes:
+    # Every scene is compared, but in the index: reading every scene's row for each question was
+    # the part of recall that grew most with the memory (2.8 -> 4.8 ms from 1,000 to 100,000
+    # utterances, BENCHMARKS.md "Scale"). Exact, so the ranking is the one the rows gave.
+    top_scenes = store.index[Level.SCENE].search(query, options.top_scenes, exact=True)
+    if not top_scenes:
         return []
-    top_scenes = _rank(store, Level.SCENE, list(scenes.values()), query)[: options.top_scenes]
     events: dict[int, _Scored] = {}
-    for scene in top_scenes:
-        for ev in _rank(store, Level.EVENT, store.children(scene.node.id), query)[: options.top_events]:
+    for scene_id, _ in top_scenes:
+        for ev in _rank(store, Level.EVENT, store.children(scene_id), query)[: options.top_events]:
             events[ev.node.id] = ev
     # Events that match the question directly, whatever their scene: an LLM's scene labels are
     # coarse ("Social Chat"), so the scene cut alone drops events the question is about.
@@ -88,7 +90,7 @@ def retrieve(
 
     paths = []
     for ev in ranked:
-        scene = scenes.get(ev.node.parent_id or -1) or store.node(ev.node.parent_id or -1)
+        scene = store.node(ev.node.parent_id or -1)
         if scene is None:
             continue
         amus = tuple(a for _, a in by_event.get(ev.node.id, []))

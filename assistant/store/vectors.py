@@ -94,11 +94,12 @@ class VectorIndex:
         got = self._index.get(np.asarray(keys, dtype=np.uint64))
         return np.asarray(got, dtype=np.float32).reshape(len(keys), self.dim)
 
-    def search(self, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
-        """The k nearest keys with their cosine similarity, best first."""
+    def search(self, vector: np.ndarray, k: int, *, exact: bool = False) -> list[tuple[int, float]]:
+        """The k nearest keys with their cosine similarity, best first; with `exact`, by comparing
+        the vector with every key's rather than walking the graph."""
         if len(self._index) == 0 or k <= 0:
             return []
-        found = self._index.search(np.asarray(vector, dtype=np.float32), min(k, len(self._index)))
+        found = self._index.search(np.asarray(vector, dtype=np.float32), min(k, len(self._index)), exact=exact)
         return [(int(key), 1.0 - float(dist)) for key, dist in zip(found.keys, found.distances, strict=False)]
 
     def keys(self) -> list[int]:
