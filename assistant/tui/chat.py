@@ -112,11 +112,14 @@ class ChatPane(Vertical):
         try:
             async for piece in pieces:
                 if isinstance(piece, Answer):
-                    answer.finish(piece.text, knows=piece.knows)
-                    self.add_evidence(answer, piece.evidence)
-                    self.add_filter(answer, piece.filter)
+                    # Finished only once what it rests on is on screen, so that `done` means the
+                    # whole answer is shown: with the mounts not awaited, a test on a loaded
+                    # machine found the evidence list mounted and still empty after `done`.
+                    await self.add_evidence(answer, piece.evidence)
+                    await self.add_filter(answer, piece.filter)
                     if piece.from_archive:
-                        self.log_view.mount(FilterNote(FROM_ARCHIVE), after=answer)
+                        await self.log_view.mount(FilterNote(FROM_ARCHIVE), after=answer)
+                    answer.finish(piece.text, knows=piece.knows)
                 elif isinstance(piece, str):
                     answer.append(piece)
                 self.log_view.scroll_end(animate=False)
@@ -209,15 +212,15 @@ class ChatPane(Vertical):
         self.log_view.scroll_end(animate=False)
         return answer
 
-    def add_filter(self, answer: AnswerView, applied: RecallFilter) -> None:
+    async def add_filter(self, answer: AnswerView, applied: RecallFilter) -> None:
         """Say under the answer what its recall was limited to (nothing when it was not)."""
         described = applied.describe(self.zone)
         if described:
-            self.log_view.mount(FilterNote(described), after=answer)
+            await self.log_view.mount(FilterNote(described), after=answer)
 
-    def add_evidence(self, answer: AnswerView, evidence: tuple[Evidence, ...]) -> None:
+    async def add_evidence(self, answer: AnswerView, evidence: tuple[Evidence, ...]) -> None:
         if not evidence:
             return
         items = [EvidenceItem(e, self.zone) for e in evidence]
-        self.log_view.mount(EvidenceList(*items, classes="evidence"), after=answer)
+        await self.log_view.mount(EvidenceList(*items, classes="evidence"), after=answer)
         self.log_view.scroll_end(animate=False)
