@@ -306,6 +306,45 @@ def test_lines_far_below_the_best_match_stay_out_of_the_context(tmp_path):
     assert any("hotel" in e.text for e in narrow) and narrow_tokens < wide_tokens
 
 
+REVIEW = [
+    ("Sam", "Who is chairing the finance review this quarter?"),
+    ("Ana", "Julia Okafor is, she took over from Gustavo in June."),
+    ("Sam", "Can we keep the finance review shorter this time?"),
+    ("Ana", "Let's try forty minutes."),
+    ("Sam", "The finance review is in the Orchard room again?"),
+    ("Ana", "Yes, the Orchard room."),
+    ("Sam", "My bike got a flat tyre on the way in."),
+    ("Ana", "The coffee machine on the third floor is fixed."),
+]
+
+
+def test_the_floor_is_a_share_of_the_best_line_that_states_something(tmp_path):
+    """Lines that ask repeat the question's words and rank first, but state no value: the floor
+    (`answer.min_score_share`) is a share of the best line that states something, so the reply
+    that answers is quoted. A floor set by the question above it left the answer out."""
+    share = 0.7
+    mem = open_memory(
+        tmp_path / "data", retrieval={"reply_lines": 0}, answer={"neighbours": 0, "min_score_share": share}
+    )
+    try:
+        for i, (speaker, text) in enumerate(REVIEW):
+            mem.add(speaker, text, T0 + 60 * i)
+        mem.flush()
+        prepared = mem.prepare("Who chairs the finance review?", use=False, now=T0 + 3600)
+    finally:
+        mem.close()
+    assert prepared.prompt is not None
+    ranked = prepared.retrieval.lines
+    scores = {r.evidence.text: r.score for r in ranked}
+    answer = "Julia Okafor is, she took over from Gustavo in June."
+    assert ranked[0].evidence.text.endswith("?")
+    assert scores[answer] < share * ranked[0].score  # what a floor set by the question would cut
+    stated = next(r.score for r in ranked if not r.evidence.text.endswith("?"))
+    quoted = {e.text for e in prepared.prompt.sources}
+    assert answer in quoted
+    assert quoted == {text for text, score in scores.items() if score >= share * stated}
+
+
 SUMMER = [
     ("Ana", "Last summer I swam in the lake every morning."),
     ("Sam", "The lake sounds lovely, was the water cold?"),

@@ -12,7 +12,7 @@ distillation (llm mode) or question.
 from __future__ import annotations
 
 import time as _time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -95,6 +95,19 @@ class TreeNode:
     node: Node
     utility: float
     children: tuple[TreeNode, ...]
+
+
+def _strongest(lines: Sequence[RecalledLine]) -> float:
+    """The fused score the context's floor is a share of: the best line that states something.
+
+    A line that asks ("When is the finance review again?") repeats the question's words, so it
+    often ranks first, and it states no value: a floor set by it left out the lines that answer
+    (`answer.min_score_share`, whose figures are in config/default.yaml). It still ranks, and it
+    is quoted if it passes. With no line that states, the best line of all."""
+    stated = next((r.score for r in lines if is_statement(r.evidence.text)), None)
+    if stated is not None:
+        return stated
+    return lines[0].score if lines else 0.0
 
 
 class Memory:
@@ -697,13 +710,13 @@ class Memory:
         the question just before each of the strongest lines, after each a later line that may update
         it, and last the replies to the best matches.
 
-        With `answer.min_score_share`, a line scoring below that share of the best line's is not
-        offered at all: the 0.5B answerer finds the evidence among a few strong matches more often
-        than among many weak ones, however much room the cap leaves."""
+        With `answer.min_score_share`, a line scoring below that share of the strongest line's
+        (`_strongest`) is not offered at all: the 0.5B answerer finds the evidence among a few
+        strong matches more often than among many weak ones, however much room the cap leaves."""
         opts = self.settings.memory.answer
         # Fused scores are positive (reciprocal ranks plus a non-negative utility tie-break), so a
         # share of 0 keeps every line.
-        floor = opts.min_score_share * retrieval.lines[0].score if retrieval.lines else 0.0
+        floor = opts.min_score_share * _strongest(retrieval.lines)
         lines = [r.evidence for r in retrieval.lines if r.score >= floor]
         # An update that does not repeat the question's words ranks under the floor while the line
         # it updates passes, and the answer would give the old value. For a question about one
