@@ -104,10 +104,8 @@ def _strongest(lines: Sequence[RecalledLine]) -> float:
     often ranks first, and it states no value: a floor set by it left out the lines that answer
     (`answer.min_score_share`, whose figures are in config/default.yaml). It still ranks, and it
     is quoted if it passes. With no line that states, the best line of all."""
-    stated = next((r.score for r in lines if is_statement(r.evidence.text)), None)
-    if stated is not None:
-        return stated
-    return lines[0].score if lines else 0.0
+    best = lines[0].score if lines else 0.0
+    return next((r.score for r in lines if is_statement(r.evidence.text)), best)
 
 
 class Memory:
